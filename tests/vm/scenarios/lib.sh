@@ -1,0 +1,61 @@
+# Shared helpers for VM scenarios: sourced, not run.
+#   . "$(dirname "$0")/lib.sh"
+# Checks count into "N passed, N failed"; finish prints that line and exits
+# non-zero when anything failed.
+
+mdr_passed=0
+mdr_failed=0
+
+pass() { mdr_passed=$((mdr_passed + 1)); echo "ok   - $*"; }
+fail() { mdr_failed=$((mdr_failed + 1)); echo "FAIL - $*"; }
+note() { echo "       $*"; }
+
+# check DESCRIPTION COMMAND...: passes when the command succeeds.
+check() {
+    local what=$1; shift
+    if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# check_cmp DESCRIPTION A OP B: integer comparison, shown with its values.
+check_cmp() {
+    local what=$1 a=$2 op=$3 b=$4
+    if [ -n "$a" ] && [ -n "$b" ] && [ "$a" "$op" "$b" ]; then
+        pass "$what ($a $op $b)"
+    else
+        fail "$what (wanted $a $op $b)"
+    fi
+}
+
+# Stops the scenario where it stands: what follows cannot run.
+fatal() { fail "$*"; finish; }
+
+finish() {
+    echo "$mdr_passed passed, $mdr_failed failed"
+    [ "$mdr_failed" -eq 0 ] && [ "$mdr_passed" -gt 0 ]
+    exit
+}
+
+# memstat CGROUP_DIR KEY: one memory.stat field, in bytes.
+memstat() { awk -v k="$2" '$1 == k { print $2 }' "$1/memory.stat"; }
+
+mib() { echo $(( $1 / 1048576 )); }
+
+# new_cgroup NAME: a fresh child of the root, path printed.
+new_cgroup() {
+    local cg=/sys/fs/cgroup/$1
+    [ -d "$cg" ] && rmdir "$cg" 2>/dev/null
+    mkdir -p "$cg" && echo "$cg"
+}
+
+# in_cgroup CGROUP_DIR COMMAND...: runs the command with its process in that cgroup.
+in_cgroup() {
+    local cg=$1; shift
+    bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' mdr-in-cgroup "$cg" "$@"
+}
+
+# need_daemon: the binary under test, or a skip of what needs it.
+need_daemon() {
+    if [ -z "${MDRECLAIMD:-}" ] || [ ! -x "$MDRECLAIMD" ]; then
+        fatal "MDRECLAIMD is not set to a built mdreclaimd (got '${MDRECLAIMD:-}')"
+    fi
+}
