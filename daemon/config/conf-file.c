@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "conf-file.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+typedef struct ConfParse {
+        const char *path;
+        FILE *f;
+        unsigned line;
+        unsigned last_flagged_line;
+        bool section_ok;        /* keys of an unknown section were reported already */
+        bool after_key;         /* a continuation line is possible */
+        const char *const *sections;
+        ConfKeyHandler handler;
+        void *userdata;
+        ConfDiag *diag;
+        size_t diag_before;
+} ConfParse;
+
+void conf_diag_add(ConfDiag *d, const char *file, unsigned line, const char *format, ...) {
+        _cleanup_free_ char *body = NULL;
+        char *msg, **n;
+        va_list ap;
+        int r;
+
+        if (d->n_messages >= CONF_DIAG_MAX) {
+                d->n_dropped++;
+                return;
+        }
+        va_start(ap, format);
+        r = vasprintf(&body, format, ap);
+        va_end(ap);
+        if (r < 0)
+                goto oom;
+        r = line > 0 ? asprintf(&msg, "%s:%u: %s", file, line, body)
+                     : asprintf(&msg, "%s: %s", file, body);
+        if (r < 0)
+                goto oom;
+        n = realloc(d->messages, (d->n_messages + 1) * sizeof(char *));
+        if (!n) {
+                free(msg);
+                goto oom;
+        }
+        d->messages = n;
+        d->messages[d->n_messages++] = msg;
+        return;
+oom:
+        /* Still counted, so that a failed parse is never mistaken for a clean one. */
+        d->n_dropped++;
+}
+
+size_t conf_diag_count(const ConfDiag *d) {
+        return d->n_messages + d->n_dropped;
+}
+
+void conf_diag_clear(ConfDiag *d) {
+        for (size_t i = 0; i < d->n_messages; i++)
+                free(d->messages[i]);
+        free(d->messages);
+        *d = (ConfDiag) {};
+}
+
+/* Records a problem with the current line; the line is then hidden from libinih. */
+static bool flag(ConfParse *p, const char *what, const char *line) {
+        conf_diag_add(p->diag, p->path, p->line, "%s, got '%s'", what, line);
+        p->last_flagged_line = p->line;
+        return true;
+}
+
+static bool section_known(const ConfParse *p, const char *name, size_t len) {
+        for (size_t i = 0; p->sections[i]; i++)
+                if (strlen(p->sections[i]) == len && strncmp(p->sections[i], name, len) == 0)
+                        return true;
+        return false;
+}
+
+/*
+ * Checks one raw line the way we want it read, before libinih sees it.
+ * Returns true if the line was reported and must be hidden from libinih.
+ */
+static bool check_line(ConfParse *p, char *str) {
+        char *s = str, *close;
+        bool indented = isspace((unsigned char) *s);
+
+        while (isspace((unsigned char) *s))
+                s++;
+        if (*s == '\0' || *s == ';' || *s == '#')
+                return false;
+        if (*s == '[') {
+                p->after_key = false;
+                close = strchr(s, ']');
+                if (!close)
+                        return flag(p, "section header without closing ']'", s);
+                /* An unknown section stays visible to libinih, so that its
+                 * keys are not taken for keys of the section before it. */
+                p->section_ok = section_known(p, s + 1, (size_t) (close - s - 1));
+                if (!p->section_ok) {
+                        *close = '\0';
+                        conf_diag_add(p->diag, p->path, p->line, "unknown section [%s]", s + 1);
+                        *close = ']';
+                }
+                return false;
+        }
+        if (indented && p->after_key)
+                return false; /* continuation of the previous key */
+        if (!strpbrk(s, "=:"))
+                return flag(p, "expected Key=Value, [Section] or a comment", s);
+        p->after_key = true;
+        return false;
+}
+
+/* libinih's reader hook: counts lines and catches lines it would cut. */
+static char *conf_reader(char *str, int num, void *stream) {
+        ConfParse *p = stream;
+        size_t len;
+
+        if (!fgets(str, num, p->f))
+                return NULL;
+        p->line++;
+        len = strlen(str);
+        if (len == (size_t) num - 1 && str[len - 1] != '\n') {
+                int c = fgetc(p->f);
+                if (c != EOF && c != '\n') {
+                        while (c != EOF && c != '\n')
+                                c = fgetc(p->f);
+                        conf_diag_add(p->diag, p->path, p->line,
+                                      "line longer than %d characters, libinih's limit: "
+                                      "it would be cut short", num - 1);
+                        p->last_flagged_line = p->line;
+                        strcpy(str, ";");
+                        return str;
+                }
+        }
+        str[strcspn(str, "\r\n")] = '\0';
+        if (check_line(p, str))
+                strcpy(str, ";"); /* reported already: keep libinih away from it */
+        return str;
+}
+
+/* libinih calls this with 1 meaning success; we never stop it early. */
+static int conf_ini_handler(void *user, const char *section, const char *name, const char *value) {
+        ConfParse *p = user;
+        const char *hash;
+        ConfLocation loc = { .file = p->path, .line = p->line };
+
+        if (!p->section_ok)
+                return 1;
+        if (!*section) {
+                conf_diag_add(p->diag, p->path, p->line, "%s= outside of any section", name);
+                return 1;
+        }
+        hash = strchr(value, '#');
+        if (hash && hash > value && isspace((unsigned char) hash[-1])) {
+                conf_diag_add(p->diag, p->path, p->line,
+                              "%s=: '#' starts a comment only at the beginning of a line "
+                              "(use ';' for a comment after a value), got '%s'", name, value);
+                return 1;
+        }
+        (void) p->handler(p->userdata, &loc, section, name, value, p->diag);
+        return 1;
+}
+
+int conf_file_parse(const char *path, const char *const *sections,
+                    ConfKeyHandler handler, void *userdata, ConfDiag *diag) {
+        _cleanup_fclose_ FILE *f = NULL;
+        ConfParse p = {
+                .path = path, .sections = sections, .handler = handler,
+                .userdata = userdata, .diag = diag, .section_ok = true,
+                .diag_before = conf_diag_count(diag),
+        };
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                r = negative_errno();
+                conf_diag_add(diag, path, 0, "cannot open: %s", strerror(-r));
+                return r;
+        }
+        p.f = f;
+        r = ini_parse_stream(conf_reader, &p, conf_ini_handler, &p);
+        if (r > 0 && (unsigned) r != p.last_flagged_line)
+                conf_diag_add(diag, path, (unsigned) r, "syntax error");
+        else if (r < 0)
+                conf_diag_add(diag, path, 0, "libinih could not parse the file (error %d)", r);
+        if (ferror(f)) {
+                conf_diag_add(diag, path, 0, "read error");
+                return -EIO;
+        }
+        return conf_diag_count(diag) > p.diag_before ? -EINVAL : 0;
+}

@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "conf.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "log.h"
+#include "parse-util.h"
+#include "util.h"
+
+const char *const config_dirs[3] = {
+        "/usr/lib/mdreclaim",
+        "/run/mdreclaim",
+        "/etc/mdreclaim",
+};
+
+/* ---- value parsers: (value, destination) → 0 or negative errno ---- */
+
+typedef int (*ConfValueParser)(const char *value, void *dest);
+
+static int cv_interval(const char *v, void *dest) {
+        uint64_t usec;
+        int r = parse_duration(v, &usec);
+
+        if (r < 0)
+                return r;
+        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
+                return -ERANGE;
+        *(uint64_t *) dest = usec;
+        return 0;
+}
+
+static int cv_log_level(const char *v, void *dest) {
+        int l = log_level_from_string(v);
+
+        if (l < 0)
+                return l;
+        *(int *) dest = l;
+        return 0;
+}
+
+static int cv_abs_path(const char *v, void *dest) {
+        char **p = dest, *copy;
+
+        if (v[0] != '/' || strpbrk(v, " \t"))
+                return -EINVAL;
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        free(*p);
+        *p = copy;
+        return 0;
+}
+
+static int cv_mode(const char *v, void *dest) {
+        int m = policy_mode_from_string(v);
+
+        if (m < 0)
+                return m;
+        *(PolicyMode *) dest = (PolicyMode) m;
+        return 0;
+}
+
+static int cv_priority(const char *v, void *dest) {
+        uint64_t u;
+        int r = parse_uint_range(v, 0, POLICY_PRIORITY_MAX, &u);
+
+        if (r < 0)
+                return r;
+        *(unsigned *) dest = (unsigned) u;
+        return 0;
+}
+
+static int cv_bool(const char *v, void *dest) {
+        return parse_bool(v, dest);
+}
+
+static int cv_size(const char *v, void *dest) {
+        return parse_size(v, false, dest);
+}
+
+static int cv_size_nonzero(const char *v, void *dest) {
+        uint64_t u;
+        int r = parse_size(v, false, &u);
+
+        if (r < 0)
+                return r;
+        if (u == 0)
+                return -ERANGE;
+        *(uint64_t *) dest = u;
+        return 0;
+}
+
+static int cv_size_or_max(const char *v, void *dest) {
+        return parse_size(v, true, dest);
+}
+
+static int cv_size_or_percent(const char *v, void *dest) {
+        return parse_size_or_percent(v, dest);
+}
+
+static int cv_percent(const char *v, void *dest) {
+        return parse_percent(v, dest);
+}
+
+/* ---- the key tables ---- */
+
+typedef struct ConfKeyDef {
+        const char *section;
+        const char *key;
+        ConfValueParser parse;
+        size_t offset;
+        const char *expected;
+} ConfKeyDef;
+
+#define EXPECT_SIZE "a size in bytes with an optional K, M, G or T suffix (e.g. 64M)"
+
+static const ConfKeyDef daemon_keys[] = {
+        { "Daemon", "Interval", cv_interval, offsetof(DaemonSettings, interval_usec),
+          "a duration between 100ms and 1h (e.g. 1s, 500ms)" },
+        { "Daemon", "LogLevel", cv_log_level, offsetof(DaemonSettings, log_level),
+          "a log level: emerg, alert, crit, err, warning, notice, info or debug" },
+        { "Daemon", "CgroupRoot", cv_abs_path, offsetof(DaemonSettings, cgroup_root),
+          "an absolute path without spaces" },
+};
+
+static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", NULL };
+
+static const ConfKeyDef policy_keys[] = {
+        { "Policy", "Mode", cv_mode, offsetof(Policy, mode), "off, observe or enforce" },
+        { "Policy", "Priority", cv_priority, offsetof(Policy, priority), "an integer from 0 to 100" },
+        { "Policy", "Protect", cv_bool, offsetof(Policy, protect), "yes or no" },
+        { "Policy", "DirtyBackground", cv_size_or_percent, offsetof(Policy, dirty_background),
+          EXPECT_SIZE " or a percentage of the memory limit (e.g. 10%)" },
+        { "Policy", "DirtyLimit", cv_size_or_percent, offsetof(Policy, dirty_limit),
+          EXPECT_SIZE " or a percentage of the memory limit (e.g. 20%)" },
+        { "Policy", "WriteThrottle", cv_size_or_max, offsetof(Policy, write_throttle),
+          "bytes per second with an optional K, M, G or T suffix, or max" },
+        { "Policy", "MetadataCacheMax", cv_size_or_max, offsetof(Policy, metadata_cache_max),
+          EXPECT_SIZE ", or max" },
+        { "Policy", "PressureTarget", cv_percent, offsetof(Policy, pressure_target_ppm),
+          "a percentage of time stalled, 0% to 100% (e.g. 0.1%)" },
+        { "Policy", "ReclaimStepMax", cv_size_nonzero, offsetof(Policy, reclaim_step_max),
+          "a size greater than zero (e.g. 16M)" },
+        { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE },
+};
+
+static const char *const policy_sections[] = { "Policy", NULL };
+
+_Static_assert(ELEMENTSOF(policy_keys) < 64 && ELEMENTSOF(daemon_keys) < 64,
+               "the per-file seen mask holds 64 keys");
+
+/* What one file's parse needs: where values go and which keys it has seen. */
+typedef struct KeyParse {
+        const ConfKeyDef *table;
+        size_t n_table;
+        void *base;
+        uint64_t seen;
+        unsigned seen_line[64];
+        Policy *policy;         /* set for policy files: Match= goes here */
+        bool has_section;
+} KeyParse;
+
+static void list_expected_keys(const KeyParse *kp, const char *section, char *buf, size_t size) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        if (kp->policy)
+                off += (size_t) snprintf(buf, size, "Match");
+        for (size_t i = 0; i < kp->n_table && off < size; i++)
+                if (streq(kp->table[i].section, section))
+                        off += (size_t) snprintf(buf + off, size - off, "%s%s",
+                                                 off ? ", " : "", kp->table[i].key);
+        if (off == 0)
+                snprintf(buf, size, "none yet");
+}
+
+static int policy_add_matches(Policy *p, const ConfLocation *loc, const char *value, ConfDiag *diag) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL, *word;
+        int r = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        if (!strtok_r(copy, " \t", &save)) {
+                conf_diag_add(diag, loc->file, loc->line, "Match=: expected unit names, globs or cgroup paths, got nothing");
+                return -EINVAL;
+        }
+        strcpy(copy, value);
+        save = NULL;
+        for (word = strtok_r(copy, " \t", &save); word; word = strtok_r(NULL, " \t", &save)) {
+                const char *why;
+                PolicyMatch *n;
+
+                if (!policy_match_valid(word, &why)) {
+                        conf_diag_add(diag, loc->file, loc->line, "Match=: '%s': %s", word, why);
+                        r = -EINVAL;
+                        continue;
+                }
+                if (p->n_matches >= POLICY_MATCH_MAX) {
+                        conf_diag_add(diag, loc->file, loc->line, "Match=: more than %d patterns in one policy",
+                                      POLICY_MATCH_MAX);
+                        return -E2BIG;
+                }
+                n = realloc(p->matches, (p->n_matches + 1) * sizeof(PolicyMatch));
+                if (!n)
+                        return -ENOMEM;
+                p->matches = n;
+                p->matches[p->n_matches] = (PolicyMatch) { .pattern = strdup(word), .line = loc->line };
+                if (!p->matches[p->n_matches].pattern)
+                        return -ENOMEM;
+                p->n_matches++;
+        }
+        return r;
+}
+
+static int key_handler(void *userdata, const ConfLocation *loc, const char *section,
+                       const char *key, const char *value, ConfDiag *diag) {
+        KeyParse *kp = userdata;
+        char expected[512];
+        int r;
+
+        kp->has_section = true;
+        if (kp->policy && streq(key, "Match"))
+                return policy_add_matches(kp->policy, loc, value, diag);
+
+        for (size_t i = 0; i < kp->n_table; i++) {
+                const ConfKeyDef *k = &kp->table[i];
+
+                if (!streq(k->section, section) || !streq(k->key, key))
+                        continue;
+                if (kp->seen & (UINT64_C(1) << i)) {
+                        conf_diag_add(diag, loc->file, loc->line, "%s= given twice in [%s] (first at line %u)",
+                                      key, section, kp->seen_line[i]);
+                        return -EINVAL;
+                }
+                kp->seen |= UINT64_C(1) << i;
+                kp->seen_line[i] = loc->line;
+                r = k->parse(value, (char *) kp->base + k->offset);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        conf_diag_add(diag, loc->file, loc->line, "%s=: expected %s, got '%s'",
+                                      key, k->expected, value);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        list_expected_keys(kp, section, expected, sizeof(expected));
+        conf_diag_add(diag, loc->file, loc->line, "unknown key %s= in [%s] (known keys: %s)",
+                      key, section, expected);
+        return -EINVAL;
+}
+
+/* ---- files and directories ---- */
+
+static char *path_join(const char *a, const char *b, const char *c) {
+        char *s;
+
+        if (asprintf(&s, "%s%s%s%s%s", a, (b && *b) ? "/" : "", b ? b : "",
+                     (c && *c) ? "/" : "", c ? c : "") < 0)
+                return NULL;
+        return s;
+}
+
+/* A file that is a link to /dev/null masks the same name of a lower directory. */
+static bool file_is_masked(const char *path) {
+        struct stat st;
+
+        return stat(path, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+}
+
+typedef struct ConfFile {
+        char *name;
+        char *path;
+} ConfFile;
+
+typedef struct ConfFileList {
+        ConfFile *files;
+        size_t n;
+} ConfFileList;
+
+static void conf_file_list_clear(ConfFileList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->files[i].name);
+                free(l->files[i].path);
+        }
+        free(l->files);
+        *l = (ConfFileList) {};
+}
+
+static int conf_file_cmp(const void *a, const void *b) {
+        return strcmp(((const ConfFile *) a)->name, ((const ConfFile *) b)->name);
+}
+
+static bool name_is_conf(const char *name) {
+        size_t l = strlen(name);
+        return name[0] != '.' && l > 5 && streq(name + l - 5, ".conf");
+}
+
+/* Adds `dir`'s *.conf files, replacing entries of the same name. */
+static int conf_file_list_add_dir(ConfFileList *l, const char *dir, ConfDiag *diag) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        size_t count = 0;
+        int r = 0;
+
+        if (!d)
+                return errno == ENOENT ? 0 : (conf_diag_add(diag, dir, 0, "cannot open directory: %m"), -errno);
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *path = NULL;
+                size_t i;
+
+                if (!name_is_conf(de->d_name))
+                        continue;
+                if (++count > CONFIG_DIR_FILES_MAX) {
+                        conf_diag_add(diag, dir, 0, "more than %d files; the rest is ignored",
+                                      CONFIG_DIR_FILES_MAX);
+                        r = -E2BIG;
+                        break;
+                }
+                path = path_join(dir, de->d_name, NULL);
+                if (!path) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (i = 0; i < l->n && !streq(l->files[i].name, de->d_name); i++)
+                        ;
+                if (i == l->n) {
+                        ConfFile *n = realloc(l->files, (l->n + 1) * sizeof(ConfFile));
+                        if (!n || !(n[l->n].name = strdup(de->d_name))) {
+                                if (n)
+                                        l->files = n;
+                                r = -ENOMEM;
+                                break;
+                        }
+                        l->files = n;
+                        l->files[l->n++].path = NULL;
+                }
+                free(l->files[i].path);
+                l->files[i].path = TAKE_PTR(path);
+        }
+        closedir(d);
+        return r;
+}
+
+static int conf_file_list_collect(const char *root, const char *subdir, ConfFileList *ret, ConfDiag *diag) {
+        ConfFileList l = {};
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(config_dirs); i++) {
+                _cleanup_free_ char *dir = path_join(root, config_dirs[i] + 1, subdir);
+                if (!dir) {
+                        conf_file_list_clear(&l);
+                        return -ENOMEM;
+                }
+                r = conf_file_list_add_dir(&l, dir, diag);
+                if (r == -ENOMEM) {
+                        conf_file_list_clear(&l);
+                        return r;
+                }
+        }
+        if (l.n > 0)
+                qsort(l.files, l.n, sizeof(ConfFile), conf_file_cmp);
+        *ret = l;
+        return 0;
+}
+
+static int config_note_file(Config *c, const char *path) {
+        char **n = realloc(c->files, (c->n_files + 1) * sizeof(char *));
+
+        if (!n)
+                return -ENOMEM;
+        c->files = n;
+        c->files[c->n_files] = strdup(path);
+        if (!c->files[c->n_files])
+                return -ENOMEM;
+        c->n_files++;
+        return 0;
+}
+
+static int config_parse_daemon_file(Config *c, const char *path, ConfDiag *diag) {
+        KeyParse kp = {
+                .table = daemon_keys, .n_table = ELEMENTSOF(daemon_keys), .base = &c->daemon,
+        };
+        int r;
+
+        if (file_is_masked(path))
+                return 0;
+        r = config_note_file(c, path);
+        if (r < 0)
+                return r;
+        r = conf_file_parse(path, daemon_sections, key_handler, &kp, diag);
+        return r == -ENOMEM ? r : 0;
+}
+
+static int config_load_daemon(Config *c, const char *root, ConfDiag *diag) {
+        ConfFileList dropins = {};
+        int r;
+
+        /* The main file of the highest-priority directory masks the others. */
+        for (size_t i = ELEMENTSOF(config_dirs); i > 0; i--) {
+                _cleanup_free_ char *path = path_join(root, config_dirs[i - 1] + 1, CONFIG_MAIN_FILE);
+                if (!path)
+                        return -ENOMEM;
+                if (access(path, F_OK) < 0)
+                        continue;
+                r = config_parse_daemon_file(c, path, diag);
+                if (r < 0)
+                        return r;
+                break;
+        }
+
+        r = conf_file_list_collect(root, CONFIG_DROPIN_DIR, &dropins, diag);
+        for (size_t i = 0; r >= 0 && i < dropins.n; i++)
+                r = config_parse_daemon_file(c, dropins.files[i].path, diag);
+        conf_file_list_clear(&dropins);
+        return r;
+}
+
+static bool policy_name_valid(const char *name) {
+        return *name && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789-_.@") == strlen(name);
+}
+
+/* Cross-key checks of one policy; problems are reported at the policy's file. */
+static int policy_verify(const Policy *p, ConfDiag *diag) {
+        const SizeOrPercent *bg = &p->dirty_background, *lim = &p->dirty_limit;
+        int r = 0;
+
+        if (p->n_matches == 0) {
+                conf_diag_add(diag, p->file, 0, "policy '%s' has no Match=: it would apply to nothing", p->name);
+                r = -EINVAL;
+        }
+        if (bg->set && lim->set && bg->is_percent == lim->is_percent &&
+            (bg->is_percent ? bg->ppm > lim->ppm : bg->bytes > lim->bytes)) {
+                conf_diag_add(diag, p->file, 0, "DirtyBackground= is above DirtyLimit=; "
+                              "background writeback must start below the limit");
+                r = -EINVAL;
+        }
+        return r;
+}
+
+static int config_load_policy(Config *c, const char *name, const char *path, ConfDiag *diag) {
+        _cleanup_(policy_freep) Policy *p = NULL;
+        _cleanup_free_ char *pname = strndup(name, strlen(name) - 5);
+        struct stat st;
+        KeyParse kp = { .table = policy_keys, .n_table = ELEMENTSOF(policy_keys) };
+        Policy **n;
+        int r;
+
+        if (!pname)
+                return -ENOMEM;
+        /* A link to /dev/null or an empty file masks a policy of a lower directory. */
+        if (file_is_masked(path) || (stat(path, &st) == 0 && st.st_size == 0))
+                return 0;
+        r = config_note_file(c, path);
+        if (r < 0)
+                return r;
+        if (!policy_name_valid(pname)) {
+                conf_diag_add(diag, path, 0, "policy name '%s' may hold only letters, digits and '-_.@'", pname);
+                return 0;
+        }
+        p = policy_new(pname, path);
+        if (!p)
+                return -ENOMEM;
+        kp.base = kp.policy = p;
+        r = conf_file_parse(path, policy_sections, key_handler, &kp, diag);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EINVAL || r == 0) {
+                if (!kp.has_section) {
+                        conf_diag_add(diag, path, 0, "no [Policy] section with keys");
+                        return 0;
+                }
+                if (r < 0 || policy_verify(p, diag) < 0)
+                        return 0;
+        } else
+                return 0;
+
+        n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
+        if (!n)
+                return -ENOMEM;
+        c->policies = n;
+        c->policies[c->n_policies++] = TAKE_PTR(p);
+        return 0;
+}
+
+/* Two policies may not claim the same Match= pattern: which should win? */
+static void config_verify_unique_matches(const Config *c, ConfDiag *diag) {
+        for (size_t i = 0; i < c->n_policies; i++)
+                for (size_t j = i + 1; j < c->n_policies; j++) {
+                        const Policy *a = c->policies[i], *b = c->policies[j];
+                        for (size_t x = 0; x < a->n_matches; x++)
+                                for (size_t y = 0; y < b->n_matches; y++)
+                                        if (streq(a->matches[x].pattern, b->matches[y].pattern))
+                                                conf_diag_add(diag, b->file, b->matches[y].line,
+                                                              "duplicate policy: Match=%s is already claimed by "
+                                                              "policy '%s' (%s:%u)", b->matches[y].pattern,
+                                                              a->name, a->file, a->matches[x].line);
+                }
+}
+
+static void config_defaults(DaemonSettings *d) {
+        *d = (DaemonSettings) {
+                .interval_usec = INTERVAL_DEFAULT_USEC,
+                .log_level = LOG_INFO,
+        };
+}
+
+int config_load(const char *root, Config **ret, ConfDiag *diag) {
+        _cleanup_(config_freep) Config *c = calloc(1, sizeof(Config));
+        ConfFileList policies = {};
+        size_t errors_before = conf_diag_count(diag);
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        if (!root || streq(root, "/"))
+                root = "";
+        config_defaults(&c->daemon);
+
+        r = config_load_daemon(c, root, diag);
+        if (r < 0)
+                return r;
+        r = conf_file_list_collect(root, CONFIG_POLICY_DIR, &policies, diag);
+        for (size_t i = 0; r >= 0 && i < policies.n; i++)
+                r = config_load_policy(c, policies.files[i].name, policies.files[i].path, diag);
+        conf_file_list_clear(&policies);
+        if (r < 0)
+                return r;
+        config_verify_unique_matches(c, diag);
+
+        if (conf_diag_count(diag) > errors_before)
+                return -EINVAL;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_policies; i++)
+                policy_free(c->policies[i]);
+        free(c->policies);
+        for (size_t i = 0; i < c->n_files; i++)
+                free(c->files[i]);
+        free(c->files);
+        free(c->daemon.cgroup_root);
+        free(c);
+        return NULL;
+}
+
+const Policy *config_find_policy(const Config *c, const char *path, const char *unit) {
+        return policy_find(c->policies, c->n_policies, path, unit);
+}

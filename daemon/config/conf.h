@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The daemon's configuration: mdreclaimd.conf with its drop-ins, and the
+ * per-service policies of policies.d/, read from /usr/lib, /run and /etc
+ * (later wins; a file of the same name in a later directory masks the
+ * earlier one). A Config is built whole and validated before anyone uses it,
+ * so a reload either swaps in a complete new one or changes nothing.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf-file.h"
+#include "util.h"
+#include "policy.h"
+
+#define CONFIG_MAIN_FILE "mdreclaimd.conf"
+#define CONFIG_DROPIN_DIR "mdreclaimd.conf.d"
+#define CONFIG_POLICY_DIR "policies.d"
+/* Bound on files read from one directory. */
+#define CONFIG_DIR_FILES_MAX 1024
+
+#define INTERVAL_MIN_USEC (100 * USEC_PER_MSEC)
+#define INTERVAL_MAX_USEC (3600 * USEC_PER_SEC)
+#define INTERVAL_DEFAULT_USEC USEC_PER_SEC
+
+typedef struct DaemonSettings {
+        uint64_t interval_usec;
+        int log_level;
+        char *cgroup_root;      /* NULL: find the cgroup2 mount */
+} DaemonSettings;
+
+typedef struct Config {
+        DaemonSettings daemon;
+        Policy **policies;      /* sorted by name */
+        size_t n_policies;
+        char **files;           /* every file read, in the order read */
+        size_t n_files;
+} Config;
+
+/* The three configuration directories, lowest priority first. */
+extern const char *const config_dirs[3];
+
+/*
+ * Reads and validates the whole configuration below `root` (NULL or "/" for
+ * the real one). On success returns 0 and a new Config. On any error returns
+ * a negative errno, leaves every problem in `diag`, and returns no Config.
+ */
+int config_load(const char *root, Config **ret, ConfDiag *diag);
+
+Config *config_free(Config *c);
+static inline void config_freep(Config **c) {
+        if (*c)
+                config_free(*c);
+}
+
+const Policy *config_find_policy(const Config *c, const char *path, const char *unit);

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Per-service policies: what one policies.d/NAME.conf says, and which policy
+ * governs a cgroup. The most specific match wins: an exact cgroup path, then
+ * an exact unit name, then the longest glob; equal matches go to the policy
+ * whose name sorts first.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parse-util.h"
+
+typedef enum PolicyMode {
+        POLICY_MODE_OFF,
+        POLICY_MODE_OBSERVE,
+        POLICY_MODE_ENFORCE,
+        _POLICY_MODE_MAX,
+} PolicyMode;
+
+const char *policy_mode_to_string(PolicyMode m);
+int policy_mode_from_string(const char *s);
+
+#define POLICY_PRIORITY_MAX 100
+#define POLICY_PRIORITY_DEFAULT 50
+#define POLICY_MATCH_MAX 64
+
+typedef struct PolicyMatch {
+        char *pattern;
+        unsigned line;          /* where it was given, for messages */
+} PolicyMatch;
+
+typedef struct Policy {
+        char *name;             /* the file name without ".conf" */
+        char *file;             /* the file it came from */
+
+        PolicyMatch *matches;
+        size_t n_matches;
+
+        PolicyMode mode;
+        unsigned priority;      /* 0..100, higher is more important */
+        bool protect;
+
+        /* Write point: budgets on file_dirty + file_writeback. */
+        SizeOrPercent dirty_background;
+        SizeOrPercent dirty_limit;
+        uint64_t write_throttle;        /* bytes/s, UINT64_MAX: none */
+
+        /* Allocation point. */
+        uint64_t metadata_cache_max;    /* UINT64_MAX: none */
+        uint32_t pressure_target_ppm;   /* 0: no proactive reclaim */
+        uint64_t reclaim_step_max;
+        uint64_t cache_floor;
+} Policy;
+
+/* A policy with every key at its default. */
+Policy *policy_new(const char *name, const char *file);
+Policy *policy_free(Policy *p);
+static inline void policy_freep(Policy **p) {
+        if (*p)
+                policy_free(*p);
+}
+
+/*
+ * Match specificity of `p` for a cgroup at `path` (relative to the cgroup
+ * root, starting with "/") whose unit is `unit` (may be NULL). 0 means no
+ * match; a higher score is more specific.
+ */
+uint64_t policy_match_score(const Policy *p, const char *path, const char *unit);
+
+/* The winning policy of `n` for the cgroup, or NULL. */
+const Policy *policy_find(Policy *const *policies, size_t n, const char *path, const char *unit);
+
+/* The unit a cgroup path names: its last component if it ends in .service,
+ * .scope or .slice; NULL otherwise. Points into `path`. */
+const char *cgroup_path_unit(const char *path);
+
+/* Whether a Match= value is well-formed; on error *ret_why says why. */
+bool policy_match_valid(const char *pattern, const char **ret_why);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The running daemon: one sd-event loop carrying the signals, the periodic
+ * tick that samples every cgroup, and the service manager notifications.
+ * It owns the configuration and swaps it whole on reload.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "cgfs.h"
+#include "cgtable.h"
+#include "conf.h"
+
+typedef struct ManagerArgs {
+        const char *config_root;        /* NULL: the real directories */
+        const char *cgroup_root;        /* NULL: from the config or discovery */
+        int log_level;                  /* -1: from the config */
+} ManagerArgs;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *signal_sources[3];
+
+        ManagerArgs args;
+        Config *config;
+        CgRoot *root;
+        CgTable cgroups;
+
+        uint64_t ticks;
+        size_t n_with_policy;
+        char *status;           /* last STATUS= sent */
+} Manager;
+
+/* Takes ownership of `config`. */
+int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret);
+Manager *manager_free(Manager *m);
+static inline void manager_freep(Manager **m) {
+        if (*m)
+                manager_free(*m);
+}
+
+/* Runs until SIGTERM/SIGINT; returns 0 on a clean stop. */
+int manager_run(Manager *m);
+
+/* Reads the configuration again; a bad one is refused and the old kept. */
+int manager_reload(Manager *m);
+
+/* One pass of the tick's work, for tests and the first tick. */
+int manager_tick(Manager *m);
+
+/* Applies the log level: --log-level wins over LogLevel=. */
+void manager_apply_log_level(const ManagerArgs *args, const Config *c);

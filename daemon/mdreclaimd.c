@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mdreclaimd: arguments, start-up checks, and either a one-shot command
+ * (--check-config, --sample-once) or the daemon's event loop.
+ *
+ * Exit status: 0 success, 1 failure (configuration, cgroup setup, runtime),
+ * 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build-config.h"
+#include "conf.h"
+#include "discover.h"
+#include "log.h"
+#include "manager.h"
+#include "sampler.h"
+#include "util.h"
+
+#define EXIT_USAGE 2
+
+typedef struct Options {
+        const char *config_root;
+        const char *cgroup_root;
+        int log_level;
+        bool check_config;
+        bool sample_once;
+        bool json;
+} Options;
+
+static void help(void) {
+        printf("Usage: mdreclaimd [OPTIONS]\n"
+               "\n"
+               "Memory-cgroup-aware reclaim daemon: keeps page cache, dirty data and\n"
+               "filesystem metadata from squeezing the services that matter.\n"
+               "\n"
+               "  --config-root DIR   read the configuration below DIR (for tests)\n"
+               "  --cgroup-root DIR   use DIR as the cgroup v2 root, skip discovery\n"
+               "  --check-config      validate the configuration, print errors or a summary\n"
+               "  --sample-once       read every cgroup once, print it and exit\n"
+               "  --json              with --sample-once: print JSON\n"
+               "  --log-level LEVEL   emerg, alert, crit, err, warning, notice, info, debug\n"
+               "  --version           print the version\n"
+               "  --help              print this help\n"
+               "\n"
+               "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
+}
+
+static int parse_args(int argc, char **argv, Options *o) {
+        enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
+               ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP };
+        static const struct option options[] = {
+                { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
+                { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+                { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+                { "sample-once", no_argument, NULL, ARG_SAMPLE_ONCE },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "help", no_argument, NULL, ARG_HELP },
+                {}
+        };
+        int c;
+
+        *o = (Options) { .log_level = -1 };
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_CONFIG_ROOT:
+                        o->config_root = optarg;
+                        break;
+                case ARG_CGROUP_ROOT:
+                        o->cgroup_root = optarg;
+                        break;
+                case ARG_CHECK_CONFIG:
+                        o->check_config = true;
+                        break;
+                case ARG_SAMPLE_ONCE:
+                        o->sample_once = true;
+                        break;
+                case ARG_JSON:
+                        o->json = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        o->log_level = log_level_from_string(optarg);
+                        if (o->log_level < 0) {
+                                fprintf(stderr, "mdreclaimd: invalid --log-level '%s': expected emerg, alert, "
+                                        "crit, err, warning, notice, info or debug\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_VERSION:
+                        printf("mdreclaimd %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_HELP:
+                        help();
+                        return 0;
+                default:
+                        fprintf(stderr, "Try 'mdreclaimd --help'.\n");
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "mdreclaimd: unexpected argument '%s'. Try 'mdreclaimd --help'.\n", argv[optind]);
+                return -EINVAL;
+        }
+        if (o->json && !o->sample_once) {
+                fprintf(stderr, "mdreclaimd: --json goes with --sample-once\n");
+                return -EINVAL;
+        }
+        if (o->check_config && o->sample_once) {
+                fprintf(stderr, "mdreclaimd: --check-config and --sample-once exclude each other\n");
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static void print_diag(const ConfDiag *diag, FILE *f, bool prefixed) {
+        for (size_t i = 0; i < diag->n_messages; i++)
+                fprintf(f, "%s%s\n", prefixed ? "<3>" : "", diag->messages[i]);
+        if (diag->n_dropped)
+                fprintf(f, "%s... and %zu more errors\n", prefixed ? "<3>" : "", diag->n_dropped);
+}
+
+static void print_summary(const Config *c) {
+        printf("Configuration OK: %zu file(s) read, %zu polic%s.\n", c->n_files, c->n_policies,
+               c->n_policies == 1 ? "y" : "ies");
+        for (size_t i = 0; i < c->n_files; i++)
+                printf("  file    %s\n", c->files[i]);
+        printf("  daemon  Interval=%llums LogLevel=%s CgroupRoot=%s\n",
+               (unsigned long long) (c->daemon.interval_usec / USEC_PER_MSEC),
+               log_level_to_string(c->daemon.log_level), c->daemon.cgroup_root ?: "(discover)");
+        for (size_t i = 0; i < c->n_policies; i++) {
+                const Policy *p = c->policies[i];
+                printf("  policy  %-20s Mode=%s Priority=%u Protect=%s Match=", p->name,
+                       policy_mode_to_string(p->mode), p->priority, p->protect ? "yes" : "no");
+                for (size_t j = 0; j < p->n_matches; j++)
+                        printf("%s%s", j ? " " : "", p->matches[j].pattern);
+                putchar('\n');
+        }
+}
+
+/* --cgroup-root, then CgroupRoot=, then libcgroup's discovery. */
+static int resolve_cgroup_root(const Options *o, const Config *c, char **ret) {
+        _cleanup_free_ char *mount = NULL;
+        CgDiscoverResult result;
+        const char *given = o->cgroup_root ?: c->daemon.cgroup_root;
+        int r;
+
+        if (given) {
+                *ret = strdup(given);
+                return *ret ? 0 : -ENOMEM;
+        }
+        r = cg_discover(&mount, &result);
+        if (r < 0) {
+                log_error("Cannot run here: %s%s%s.", cg_discover_explain(result),
+                          mount ? "; memory controller found at " : "", mount ?: "");
+                return r;
+        }
+        log_debug("cgroup v2 with the memory controller at %s", mount);
+        *ret = TAKE_PTR(mount);
+        return 0;
+}
+
+static int run_sample_once(const Options *o, const char *cgroup_root) {
+        _cleanup_(cg_root_freep) CgRoot *root = NULL;
+        int r;
+
+        r = cg_root_open(cgroup_root, &root);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
+        r = sampler_sample_once(root, o->json ? SAMPLE_FORMAT_JSON : SAMPLE_FORMAT_TABLE, stdout);
+        if (r < 0)
+                return log_error_errno(r, "Sampling %s failed: %m", cgroup_root);
+        if (fflush(stdout) != 0 || ferror(stdout))
+                return log_error_errno(EIO, "Writing the sample failed");
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_free_ char *cgroup_root = NULL;
+        Manager *m = NULL;
+        ConfDiag diag = {};
+        ManagerArgs margs;
+        Options o;
+        int r;
+
+        r = parse_args(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        if (o.log_level >= 0)
+                log_set_max_level(o.log_level);
+
+        r = config_load(o.config_root, &config, &diag);
+        if (r < 0) {
+                print_diag(&diag, stderr, !o.check_config);
+                if (o.check_config)
+                        fprintf(stderr, "%zu error(s) in the configuration.\n", conf_diag_count(&diag));
+                else
+                        log_error("The configuration has %zu error(s); not starting.", conf_diag_count(&diag));
+                conf_diag_clear(&diag);
+                return EXIT_FAILURE;
+        }
+        if (o.check_config) {
+                print_summary(config);
+                return EXIT_SUCCESS;
+        }
+        margs = (ManagerArgs) { .config_root = o.config_root, .cgroup_root = o.cgroup_root,
+                                .log_level = o.log_level };
+        manager_apply_log_level(&margs, config);
+
+        r = resolve_cgroup_root(&o, config, &cgroup_root);
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (o.sample_once)
+                return run_sample_once(&o, cgroup_root) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        r = manager_new(&margs, TAKE_PTR(config), cgroup_root, &m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_run(m);
+        manager_free(m);
+        if (r < 0) {
+                log_error_errno(r, "Stopped on an error: %m");
+                return EXIT_FAILURE;
+        }
+        return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "cgfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "util.h"
+
+static const char *const file_names[_CG_FILE_MAX] = {
+        [CG_MEMORY_CURRENT] = "memory.current",
+        [CG_MEMORY_STAT] = "memory.stat",
+        [CG_MEMORY_EVENTS] = "memory.events",
+        [CG_MEMORY_HIGH] = "memory.high",
+        [CG_MEMORY_MAX] = "memory.max",
+        [CG_MEMORY_LOW] = "memory.low",
+        [CG_MEMORY_MIN] = "memory.min",
+        [CG_MEMORY_PRESSURE] = "memory.pressure",
+        [CG_IO_PRESSURE] = "io.pressure",
+        [CG_IO_STAT] = "io.stat",
+        [CG_CGROUP_CONTROLLERS] = "cgroup.controllers",
+};
+
+const char *cg_file_name(CgFile f) {
+        return f < _CG_FILE_MAX ? file_names[f] : NULL;
+}
+
+int cg_root_open(const char *path, CgRoot **ret) {
+        _cleanup_free_ CgRoot *root = calloc(1, sizeof(CgRoot));
+
+        if (!root)
+                return -ENOMEM;
+        root->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root->fd < 0)
+                return negative_errno();
+        root->path = strdup(path);
+        if (!root->path) {
+                close(root->fd);
+                return -ENOMEM;
+        }
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+CgRoot *cg_root_free(CgRoot *root) {
+        if (!root)
+                return NULL;
+        closep(&root->fd);
+        free(root->path);
+        free(root);
+        return NULL;
+}
+
+/* "/" → ".", "/a/b" → "a/b": what openat() relative to the root wants. */
+static const char *relative(const char *path) {
+        while (*path == '/')
+                path++;
+        return *path ? path : ".";
+}
+
+int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
+        _cleanup_(cgroup_freep) Cgroup *cg = NULL;
+        struct stat st;
+
+        if (path[0] != '/')
+                return -EINVAL;
+        cg = calloc(1, sizeof(Cgroup));
+        if (!cg)
+                return -ENOMEM;
+        for (size_t i = 0; i < _CG_FILE_MAX; i++)
+                cg->fds[i] = -1;
+        cg->dirfd = openat(root->fd, relative(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cg->dirfd < 0)
+                return negative_errno();
+        if (fstat(cg->dirfd, &st) < 0)
+                return negative_errno();
+        cg->id = (uint64_t) st.st_ino;
+        cg->path = strdup(path);
+        if (!cg->path)
+                return -ENOMEM;
+        *ret = TAKE_PTR(cg);
+        return 0;
+}
+
+Cgroup *cgroup_free(Cgroup *cg) {
+        if (!cg)
+                return NULL;
+        for (size_t i = 0; i < _CG_FILE_MAX; i++)
+                closep(&cg->fds[i]);
+        closep(&cg->dirfd);
+        free(cg->path);
+        free(cg);
+        return NULL;
+}
+
+int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
+        ssize_t n;
+
+        if (f >= _CG_FILE_MAX || size < 2)
+                return -EINVAL;
+        if (cg->fds[f] < 0) {
+                cg->fds[f] = openat(cg->dirfd, file_names[f], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (cg->fds[f] < 0)
+                        return negative_errno();
+        }
+        /* Files under cgroupfs produce their whole content in one read. */
+        n = pread(cg->fds[f], buf, size - 1, 0);
+        if (n < 0) {
+                int r = negative_errno();
+                closep(&cg->fds[f]);
+                cg->fds[f] = -1;
+                return r;
+        }
+        if ((size_t) n == size - 1)
+                return -EFBIG;
+        buf[n] = '\0';
+        if (ret_len)
+                *ret_len = (size_t) n;
+        return 0;
+}
+
+int cgroup_write(Cgroup *cg, const char *file, const char *data) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(data);
+        ssize_t n;
+
+        if (strchr(file, '/'))
+                return -EINVAL;
+        fd = openat(cg->dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        n = write(fd, data, len);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+bool cgroup_gone(const Cgroup *cg) {
+        /* Every cgroup has cgroup.procs, so its absence means removal. */
+        return faccessat(cg->dirfd, "cgroup.procs", F_OK, 0) < 0 &&
+               (errno == ENOENT || errno == ENODEV);
+}
+
+typedef struct Walk {
+        CgWalkFn fn;
+        void *userdata;
+        size_t visited;
+} Walk;
+
+static int walk_dir(Walk *w, int dirfd, char *path, size_t path_len, unsigned depth) {
+        DIR *d;
+        struct dirent *de;
+        struct stat st;
+        int r;
+
+        if (fstat(dirfd, &st) < 0) {
+                r = negative_errno();
+                close(dirfd);
+                return r;
+        }
+        if (++w->visited > CG_WALK_MAX) {
+                close(dirfd);
+                return -E2BIG;
+        }
+        r = w->fn(path_len ? path : "/", (uint64_t) st.st_ino, w->userdata);
+        if (r < 0 || depth >= CG_DEPTH_MAX) {
+                close(dirfd);
+                return r;
+        }
+        d = fdopendir(dirfd);
+        if (!d) {
+                r = negative_errno();
+                close(dirfd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                size_t nl = strlen(de->d_name);
+                int child;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                if (path_len + 1 + nl >= PATH_MAX)
+                        continue;
+                child = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (child < 0)
+                        continue; /* removed since readdir: not an error */
+                path[path_len] = '/';
+                memcpy(path + path_len + 1, de->d_name, nl + 1);
+                r = walk_dir(w, child, path, path_len + 1 + nl, depth + 1);
+                path[path_len] = '\0';
+                if (r < 0 && r != -ENOENT && r != -ENODEV)
+                        break;
+                r = 0;
+        }
+        closedir(d);
+        return r;
+}
+
+int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata) {
+        char path[PATH_MAX] = "";
+        Walk w = { .fn = fn, .userdata = userdata };
+        int fd, r;
+
+        fd = openat(root->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = walk_dir(&w, fd, path, 0, 0);
+        return r < 0 ? r : (int) MIN(w.visited, (size_t) INT32_MAX);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The cgroupfs access layer: the one place that opens files under the cgroup
+ * root. It takes a root directory (the cgroup2 mount in production, a
+ * fixture tree in tests), opens cgroups relative to it with openat, keeps the
+ * files it reads open and rereads them with pread, and reports a cgroup that
+ * went away as -ENOENT or -ENODEV.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum CgFile {
+        CG_MEMORY_CURRENT,
+        CG_MEMORY_STAT,
+        CG_MEMORY_EVENTS,
+        CG_MEMORY_HIGH,
+        CG_MEMORY_MAX,
+        CG_MEMORY_LOW,
+        CG_MEMORY_MIN,
+        CG_MEMORY_PRESSURE,
+        CG_IO_PRESSURE,
+        CG_IO_STAT,
+        CG_CGROUP_CONTROLLERS,
+        _CG_FILE_MAX,
+} CgFile;
+
+const char *cg_file_name(CgFile f);
+
+/* Bound on cgroups one walk visits, and on nesting depth. */
+#define CG_WALK_MAX 200000
+#define CG_DEPTH_MAX 64
+
+typedef struct CgRoot {
+        int fd;
+        char *path;
+} CgRoot;
+
+int cg_root_open(const char *path, CgRoot **ret);
+CgRoot *cg_root_free(CgRoot *root);
+static inline void cg_root_freep(CgRoot **r) {
+        if (*r)
+                cg_root_free(*r);
+}
+
+typedef struct Cgroup {
+        char *path;             /* relative to the root, "/" for the root */
+        uint64_t id;            /* inode number of the cgroup's directory */
+        int dirfd;
+        int fds[_CG_FILE_MAX];  /* -1 until first read */
+} Cgroup;
+
+/* Opens the cgroup at `path` ("/" or "/a/b"). -ENOENT if it does not exist. */
+int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret);
+Cgroup *cgroup_free(Cgroup *cg);
+static inline void cgroup_freep(Cgroup **c) {
+        if (*c)
+                cgroup_free(*c);
+}
+
+/*
+ * Reads file `f` whole into buf (NUL-terminated; *ret_len excludes the NUL).
+ * The file stays open for the next read. -ENOENT: the cgroup has no such
+ * file (controller not enabled, root cgroup); -ENODEV or -ENOENT: the cgroup
+ * was removed; -EFBIG: it did not fit.
+ */
+int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
+
+/* Writes `data` to the named file in one write() and checks its length.
+ * The errno is the kernel's: -EAGAIN from memory.reclaim is an outcome. */
+int cgroup_write(Cgroup *cg, const char *file, const char *data);
+
+/* Whether the cgroup was removed since it was opened. (One recreated under
+ * the same path is another cgroup, with another id.) */
+bool cgroup_gone(const Cgroup *cg);
+
+/*
+ * Visits the root and every cgroup below it, parents before children, with
+ * paths relative to the root. Children that vanish during the walk are
+ * skipped. Returns the number visited, or a negative errno if the root
+ * itself cannot be read or the callback fails.
+ */
+typedef int (*CgWalkFn)(const char *path, uint64_t id, void *userdata);
+int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "cgparse.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Digits from p up to end; returns the position after them or NULL. */
+static const char *scan_u64(const char *p, const char *end, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *start = p;
+
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return NULL;
+                v = v * 10 + d;
+        }
+        if (p == start)
+                return NULL;
+        *ret = v;
+        return p;
+}
+
+static const char *line_end(const char *p, const char *end) {
+        const char *nl = memchr(p, '\n', (size_t) (end - p));
+        return nl ? nl : end;
+}
+
+int cg_parse_u64(const char *buf, size_t len, uint64_t *ret) {
+        const char *end = buf + len, *p;
+
+        if (len > 0 && end[-1] == '\n')
+                end--;
+        if (end - buf == 3 && memcmp(buf, "max", 3) == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        p = scan_u64(buf, end, ret);
+        return p && p == end ? 0 : -EBADMSG;
+}
+
+int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                        uint64_t *values, uint64_t *ret_found) {
+        const char *p = buf, *end = buf + len;
+        uint64_t found = 0;
+        size_t hint = 0;
+
+        if (n_keys > 64)
+                return -EINVAL;
+        while (p < end) {
+                const char *eol = line_end(p, end), *sp = memchr(p, ' ', (size_t) (eol - p)), *v;
+                size_t klen;
+                uint64_t val;
+
+                if (!sp || sp == p)
+                        return -EBADMSG;
+                klen = (size_t) (sp - p);
+                v = scan_u64(sp + 1, eol, &val);
+                if (!v || v != eol)
+                        return -EBADMSG;
+                /* Files list their keys in a fixed order: try the next one first. */
+                for (size_t n = 0; n < n_keys; n++) {
+                        size_t i = (hint + n) % n_keys;
+                        if (strlen(keys[i]) == klen && memcmp(keys[i], p, klen) == 0) {
+                                values[i] = val;
+                                found |= UINT64_C(1) << i;
+                                hint = i + 1;
+                                break;
+                        }
+                }
+                p = eol + 1;
+        }
+        if (ret_found)
+                *ret_found = found;
+        return 0;
+}
+
+/* "avg10=1.23" → 123 */
+static const char *scan_avg(const char *p, const char *end, const char *name, uint32_t *ret) {
+        size_t nl = strlen(name);
+        uint64_t whole, frac;
+        const char *q;
+
+        if ((size_t) (end - p) < nl + 1 || memcmp(p, name, nl) != 0 || p[nl] != '=')
+                return NULL;
+        q = scan_u64(p + nl + 1, end, &whole);
+        if (!q || q + 3 > end || *q != '.' || !(q[1] >= '0' && q[1] <= '9') || !(q[2] >= '0' && q[2] <= '9'))
+                return NULL;
+        frac = (uint64_t) (q[1] - '0') * 10 + (uint64_t) (q[2] - '0');
+        if (whole > 100)
+                return NULL;
+        *ret = (uint32_t) (whole * 100 + frac);
+        return q + 3;
+}
+
+static int parse_psi_line(const char *p, const char *end, PsiLine *ret) {
+        PsiLine l;
+
+        if (!(p = scan_avg(p, end, "avg10", &l.avg10)) || *p++ != ' ' ||
+            !(p = scan_avg(p, end, "avg60", &l.avg60)) || *p++ != ' ' ||
+            !(p = scan_avg(p, end, "avg300", &l.avg300)) || *p++ != ' ')
+                return -EBADMSG;
+        if ((size_t) (end - p) < 6 || memcmp(p, "total=", 6) != 0)
+                return -EBADMSG;
+        p = scan_u64(p + 6, end, &l.total);
+        if (!p || p != end)
+                return -EBADMSG;
+        *ret = l;
+        return 0;
+}
+
+int cg_parse_psi(const char *buf, size_t len, PsiStats *ret) {
+        const char *p = buf, *end = buf + len;
+        PsiStats s = {};
+        bool has_some = false;
+
+        while (p < end) {
+                const char *eol = line_end(p, end);
+                int r;
+
+                if (eol - p > 5 && memcmp(p, "some ", 5) == 0) {
+                        r = parse_psi_line(p + 5, eol, &s.some);
+                        has_some = true;
+                } else if (eol - p > 5 && memcmp(p, "full ", 5) == 0) {
+                        r = parse_psi_line(p + 5, eol, &s.full);
+                        s.has_full = true;
+                } else
+                        r = -EBADMSG;
+                if (r < 0)
+                        return r;
+                p = eol + 1;
+        }
+        if (!has_some)
+                return -EBADMSG;
+        *ret = s;
+        return 0;
+}
+
+static int parse_io_stat_line(const char *p, const char *end, IoStatDev *d) {
+        static const char *const keys[] = { "rbytes", "wbytes", "rios", "wios" };
+        uint64_t *dest[] = { &d->rbytes, &d->wbytes, &d->rios, &d->wios };
+        uint64_t maj, min;
+
+        *d = (IoStatDev) {};
+        if (!(p = scan_u64(p, end, &maj)) || *p++ != ':' || !(p = scan_u64(p, end, &min)) ||
+            maj > UINT32_MAX || min > UINT32_MAX)
+                return -EBADMSG;
+        d->major = (uint32_t) maj;
+        d->minor = (uint32_t) min;
+        while (p < end) {
+                const char *eq, *tok_end;
+                uint64_t v;
+
+                if (*p++ != ' ')
+                        return -EBADMSG;
+                tok_end = memchr(p, ' ', (size_t) (end - p));
+                tok_end = tok_end ? tok_end : end;
+                eq = memchr(p, '=', (size_t) (tok_end - p));
+                if (!eq)
+                        return -EBADMSG;
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                        if ((size_t) (eq - p) == strlen(keys[i]) && memcmp(p, keys[i], (size_t) (eq - p)) == 0) {
+                                const char *q = scan_u64(eq + 1, tok_end, &v);
+                                if (!q || q != tok_end)
+                                        return -EBADMSG;
+                                *dest[i] = v;
+                        }
+                p = tok_end;  /* other keys (dbytes, cost.*) are skipped */
+        }
+        return 0;
+}
+
+int cg_parse_io_stat(const char *buf, size_t len, IoStatDev *devs, size_t max, size_t *ret_n) {
+        const char *p = buf, *end = buf + len;
+        size_t n = 0;
+
+        while (p < end) {
+                const char *eol = line_end(p, end);
+                IoStatDev d;
+                int r;
+
+                if (eol > p) {
+                        r = parse_io_stat_line(p, eol, &d);
+                        if (r < 0)
+                                return r;
+                        if (n >= max) {
+                                *ret_n = n;
+                                return -E2BIG;
+                        }
+                        devs[n++] = d;
+                }
+                p = eol + 1;
+        }
+        *ret_n = n;
+        return 0;
+}

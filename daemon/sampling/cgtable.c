@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "cgtable.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+typedef struct Refresh {
+        CgTable *t;
+        const CgRoot *root;
+        CgEntry *added;         /* opened during this walk, merged at its end */
+        size_t n_added;
+} Refresh;
+
+static int entry_cmp(const void *a, const void *b) {
+        uint64_t x = ((const CgEntry *) a)->cg->id, y = ((const CgEntry *) b)->cg->id;
+        return x < y ? -1 : x > y;
+}
+
+CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+        size_t lo = 0, hi = t->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                uint64_t v = t->entries[mid].cg->id;
+                if (v == id)
+                        return &t->entries[mid];
+                if (v < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static int refresh_one(const char *path, uint64_t id, void *userdata) {
+        Refresh *rf = userdata;
+        CgEntry *e = cgtable_find(rf->t, id), *n;
+        Cgroup *cg;
+        int r;
+
+        if (e && streq(e->cg->path, path)) {
+                e->seen = true;
+                return 0;
+        }
+        /* New, or an id reused under another path (renamed: treat as new). */
+        r = cgroup_open(rf->root, path, &cg);
+        if (r == -ENOENT || r == -ENODEV)
+                return 0;
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_debug_errno(r, "%s: cannot open: %m", path);
+                return 0;
+        }
+        n = realloc(rf->added, (rf->n_added + 1) * sizeof(CgEntry));
+        if (!n) {
+                cgroup_free(cg);
+                return -ENOMEM;
+        }
+        rf->added = n;
+        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true };
+        return 0;
+}
+
+/* Drops unseen entries, appends the new ones, sorts once. */
+static int refresh_merge(Refresh *rf) {
+        CgTable *t = rf->t;
+        size_t kept = 0;
+        CgEntry *n;
+
+        for (size_t i = 0; i < t->n; i++) {
+                if (!t->entries[i].seen) {
+                        cgroup_free(t->entries[i].cg);
+                        t->removed++;
+                        continue;
+                }
+                t->entries[kept++] = t->entries[i];
+        }
+        t->n = kept;
+        if (rf->n_added == 0)
+                return 0;
+        n = realloc(t->entries, (t->n + rf->n_added) * sizeof(CgEntry));
+        if (!n)
+                return -ENOMEM;
+        t->entries = n;
+        memcpy(t->entries + t->n, rf->added, rf->n_added * sizeof(CgEntry));
+        t->n += rf->n_added;
+        t->added = rf->n_added;
+        rf->n_added = 0;
+        qsort(t->entries, t->n, sizeof(CgEntry), entry_cmp);
+        return 0;
+}
+
+int cgtable_refresh(CgTable *t, const CgRoot *root) {
+        Refresh rf = { .t = t, .root = root };
+        int r;
+
+        t->added = t->removed = 0;
+        for (size_t i = 0; i < t->n; i++)
+                t->entries[i].seen = false;
+        r = cg_root_walk(root, refresh_one, &rf);
+        if (r >= 0)
+                r = refresh_merge(&rf);
+        else
+                /* The walk failed: keep what we had rather than drop it all. */
+                for (size_t i = 0; i < t->n; i++)
+                        t->entries[i].seen = true;
+        for (size_t i = 0; i < rf.n_added; i++)
+                cgroup_free(rf.added[i].cg);
+        free(rf.added);
+        return r;
+}
+
+void cgtable_clear(CgTable *t) {
+        for (size_t i = 0; i < t->n; i++)
+                cgroup_free(t->entries[i].cg);
+        free(t->entries);
+        *t = (CgTable) {};
+}

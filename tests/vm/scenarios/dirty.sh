@@ -1,0 +1,56 @@
+#!/bin/bash
+# vm-fs: ext4 xfs btrfs
+# Dirty page accounting per cgroup on each filesystem: a dd raises the
+# writer's file_dirty, and targeted writeback (sync_file_range, syncfs)
+# brings it down again. Background writeback is held off, so what we see is
+# what the writer left, not what the flusher happened to do.
+. "$(dirname "$0")/lib.sh"
+
+sysctl -q -w vm.dirty_background_ratio=80 vm.dirty_ratio=90 \
+    vm.dirty_expire_centisecs=360000 vm.dirty_writeback_centisecs=0
+size_mib=64
+
+# dirty_plus_writeback CGROUP_DIR -> bytes
+dirty_wb() { echo $(( $(memstat "$1" file_dirty) + $(memstat "$1" file_writeback) )); }
+
+# settle CGROUP_DIR: wait up to 20 s for file_dirty + file_writeback to drain
+# below 1 MiB (completions are asynchronous after a SYNC_FILE_RANGE_WRITE).
+settle() {
+    local i
+    for i in $(seq 200); do
+        [ "$(dirty_wb "$1")" -lt 1048576 ] && return 0
+        sleep 0.1
+    done
+}
+
+for fs in $MDR_FS; do
+    mnt=/mnt/$fs
+    cg=$(new_cgroup "mdr-dirty-$fs") || fatal "cannot create a cgroup"
+    echo 256M > "$cg/memory.high"
+
+    # 1. dd, then sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER) on its file.
+    in_cgroup "$cg" dd if=/dev/zero of="$mnt/a" bs=1M count=$size_mib status=none
+    sleep 1
+    d=$(memstat "$cg" file_dirty)
+    note "$fs: after a ${size_mib} MiB dd: file_dirty $(mib "$d") MiB, file_writeback $(mib "$(memstat "$cg" file_writeback)") MiB"
+    check_cmp "$fs: dd raised the writer's file_dirty (MiB)" "$(mib "$d")" -ge $((size_mib * 3 / 4))
+    root_d=$(awk '$1 == "nr_dirty" { print $2 * 4096 }' /proc/vmstat)
+    check_cmp "$fs: the global dirty count covers it (MiB, /proc/vmstat nr_dirty)" "$(mib "$root_d")" -ge "$(mib "$d")"
+    xfs_io -c "sync_range -a 0 0" "$mnt/a"
+    settle "$cg"
+    d=$(memstat "$cg" file_dirty)
+    check_cmp "$fs: sync_file_range brought file_dirty + file_writeback down (KiB)" $(( $(dirty_wb "$cg") / 1024 )) -lt 1024
+
+    # 2. the same with syncfs (sync -f), as the daemon does per filesystem.
+    in_cgroup "$cg" dd if=/dev/zero of="$mnt/b" bs=1M count=$size_mib status=none
+    d=$(memstat "$cg" file_dirty)
+    check_cmp "$fs: a second dd raised file_dirty again (MiB)" "$(mib "$d")" -ge $((size_mib * 3 / 4))
+    sync -f "$mnt/b"
+    settle "$cg"
+    check_cmp "$fs: syncfs brought file_dirty + file_writeback down (KiB)" $(( $(dirty_wb "$cg") / 1024 )) -lt 1024
+
+    rm -f "$mnt/a" "$mnt/b"
+    rmdir "$cg"
+done
+[ -n "$MDR_FS" ] || fatal "no filesystem given (--fs)"
+finish
