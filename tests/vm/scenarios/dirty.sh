@@ -29,14 +29,18 @@ for fs in $MDR_FS; do
     echo 256M > "$cg/memory.high"
 
     # 1. dd, then sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER) on its file.
+    t=$(now)
     in_cgroup "$cg" dd if=/dev/zero of="$mnt/a" bs=1M count=$size_mib status=none
+    note "$fs: dd took $(since "$t")s"
     sleep 1
     d=$(memstat "$cg" file_dirty)
     note "$fs: after a ${size_mib} MiB dd: file_dirty $(mib "$d") MiB, file_writeback $(mib "$(memstat "$cg" file_writeback)") MiB"
     check_cmp "$fs: dd raised the writer's file_dirty (MiB)" "$(mib "$d")" -ge $((size_mib * 3 / 4))
     root_d=$(awk '$1 == "nr_dirty" { print $2 * 4096 }' /proc/vmstat)
     check_cmp "$fs: the global dirty count covers it (MiB, /proc/vmstat nr_dirty)" "$(mib "$root_d")" -ge "$(mib "$d")"
-    xfs_io -c "sync_range -a 0 0" "$mnt/a"
+    t=$(now)
+    python3 "$MDR_VMDIR/helpers/sync-range" --wait "$mnt/a"
+    note "$fs: sync_file_range took $(since "$t")s"
     settle "$cg"
     d=$(memstat "$cg" file_dirty)
     check_cmp "$fs: sync_file_range brought file_dirty + file_writeback down (KiB)" $(( $(dirty_wb "$cg") / 1024 )) -lt 1024
@@ -45,7 +49,9 @@ for fs in $MDR_FS; do
     in_cgroup "$cg" dd if=/dev/zero of="$mnt/b" bs=1M count=$size_mib status=none
     d=$(memstat "$cg" file_dirty)
     check_cmp "$fs: a second dd raised file_dirty again (MiB)" "$(mib "$d")" -ge $((size_mib * 3 / 4))
+    t=$(now)
     sync -f "$mnt/b"
+    note "$fs: syncfs took $(since "$t")s"
     settle "$cg"
     check_cmp "$fs: syncfs brought file_dirty + file_writeback down (KiB)" $(( $(dirty_wb "$cg") / 1024 )) -lt 1024
 

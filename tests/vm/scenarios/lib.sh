@@ -59,3 +59,7 @@ need_daemon() {
         fatal "MDRECLAIMD is not set to a built mdreclaimd (got '${MDRECLAIMD:-}')"
     fi
 }
+
+# now / since T: seconds of uptime, for timings shown in notes.
+now() { awk '{ print $1 }' /proc/uptime; }
+since() { awk -v t="$1" '{ printf "%.1f", $1 - t }' /proc/uptime; }
