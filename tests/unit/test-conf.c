@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests of configuration loading: good files, precedence of the three
+ * directories, drop-ins, masking, and every kind of error with its file:line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "conf.h"
+#include "log.h"
+#include "util.h"
+
+static char root[256];
+
+static int setup(void **state) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(root, sizeof(root), "%s/mdreclaim-conf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        assert_non_null(mkdtemp(root));
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes root/rel, creating directories. Returns the full path (static buffer). */
+static const char *put(const char *rel, const char *content) {
+        static char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        for (char *s = path + strlen(root) + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        (void) mkdir(path, 0755);
+                        *s = '/';
+                }
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(content, f);
+        fclose(f);
+        return path;
+}
+
+/* True if some diagnostic contains both strings. */
+static bool diag_has(const ConfDiag *d, const char *a, const char *b) {
+        for (size_t i = 0; i < d->n_messages; i++)
+                if (strstr(d->messages[i], a) && (!b || strstr(d->messages[i], b)))
+                        return true;
+        return false;
+}
+
+static void dump(const ConfDiag *d) {
+        for (size_t i = 0; i < d->n_messages; i++)
+                fprintf(stderr, "  diag: %s\n", d->messages[i]);
+}
+
+#define ASSERT_DIAG(d, a, b) do { if (!diag_has((d), (a), (b))) { dump(d); fail_msg("no diagnostic with '%s' and '%s'", (a), (b) ? (b) : ""); } } while (0)
+
+static Config *load_ok(void) {
+        ConfDiag diag = {};
+        Config *c = NULL;
+        int r = config_load(root, &c, &diag);
+
+        if (r < 0)
+                dump(&diag);
+        assert_int_equal(r, 0);
+        assert_int_equal(conf_diag_count(&diag), 0);
+        conf_diag_clear(&diag);
+        return c;
+}
+
+static void load_fail(ConfDiag *diag) {
+        Config *c = NULL;
+
+        assert_int_equal(config_load(root, &c, diag), -EINVAL);
+        assert_null(c);
+}
+
+static void test_defaults(void **state) {
+        Config *c = load_ok();
+
+        assert_int_equal(c->daemon.interval_usec, USEC_PER_SEC);
+        assert_int_equal(c->daemon.log_level, LOG_INFO);
+        assert_null(c->daemon.cgroup_root);
+        assert_int_equal(c->n_policies, 0);
+        assert_int_equal(c->n_files, 0);
+        config_free(c);
+}
+
+static void test_good_files(void **state) {
+        Config *c;
+        const Policy *p;
+
+        put("etc/mdreclaim/mdreclaimd.conf",
+            "# comment\n; comment\n[Daemon]\nInterval=500ms\nLogLevel=debug ; why not\n"
+            "CgroupRoot=/sys/fs/cgroup\n[WritePoint]\n[AllocationPoint]\n");
+        put("etc/mdreclaim/policies.d/web.conf",
+            "[Policy]\nMatch=nginx.service *.web.slice\nMatch=/system.slice/php.service\n"
+            "Mode=enforce\nPriority=80\nProtect=yes\nDirtyBackground=10%\nDirtyLimit=20%\n"
+            "WriteThrottle=50M\nMetadataCacheMax=512M\nPressureTarget=0.1%\nReclaimStepMax=8M\n"
+            "CacheFloor=1G\n");
+        put("usr/lib/mdreclaim/policies.d/batch.conf", "[Policy]\nMatch=batch.slice\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.interval_usec, 500 * USEC_PER_MSEC);
+        assert_int_equal(c->daemon.log_level, LOG_DEBUG);
+        assert_string_equal(c->daemon.cgroup_root, "/sys/fs/cgroup");
+        assert_int_equal(c->n_policies, 2);
+
+        p = config_find_policy(c, "/system.slice/php.service", "php.service");
+        assert_non_null(p);
+        assert_string_equal(p->name, "web");
+        assert_int_equal(p->n_matches, 3);
+        assert_int_equal(p->mode, POLICY_MODE_ENFORCE);
+        assert_int_equal(p->priority, 80);
+        assert_true(p->protect);
+        assert_true(p->dirty_background.is_percent);
+        assert_int_equal(p->dirty_background.ppm, 100000);
+        assert_int_equal(p->dirty_limit.ppm, 200000);
+        assert_int_equal(p->write_throttle, UINT64_C(50) << 20);
+        assert_int_equal(p->metadata_cache_max, UINT64_C(512) << 20);
+        assert_int_equal(p->pressure_target_ppm, 1000);
+        assert_int_equal(p->reclaim_step_max, UINT64_C(8) << 20);
+        assert_int_equal(p->cache_floor, UINT64_C(1) << 30);
+
+        /* Defaults of a policy that sets only Match=. */
+        p = config_find_policy(c, "/batch.slice", "batch.slice");
+        assert_non_null(p);
+        assert_int_equal(p->mode, POLICY_MODE_OBSERVE);
+        assert_int_equal(p->priority, POLICY_PRIORITY_DEFAULT);
+        assert_false(p->protect);
+        assert_false(p->dirty_limit.set);
+        assert_true(p->metadata_cache_max == UINT64_MAX);
+        config_free(c);
+}
+
+static void test_precedence_and_dropins(void **state) {
+        Config *c;
+
+        put("usr/lib/mdreclaim/mdreclaimd.conf", "[Daemon]\nInterval=5s\nLogLevel=err\n");
+        put("etc/mdreclaim/mdreclaimd.conf", "[Daemon]\nInterval=2s\n");
+        /* /etc's main file masks /usr/lib's whole: LogLevel= from /usr/lib is not read. */
+        c = load_ok();
+        assert_int_equal(c->daemon.interval_usec, 2 * USEC_PER_SEC);
+        assert_int_equal(c->daemon.log_level, LOG_INFO);
+        assert_int_equal(c->n_files, 1);
+        config_free(c);
+
+        put("usr/lib/mdreclaim/mdreclaimd.conf.d/10-level.conf", "[Daemon]\nLogLevel=debug\n");
+        put("etc/mdreclaim/mdreclaimd.conf.d/10-level.conf", "[Daemon]\nLogLevel=notice\n");
+        put("run/mdreclaim/mdreclaimd.conf.d/20-interval.conf", "[Daemon]\nInterval=3s\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.log_level, LOG_NOTICE);          /* /etc's 10-level.conf masks /usr/lib's */
+        assert_int_equal(c->daemon.interval_usec, 3 * USEC_PER_SEC); /* drop-ins override the main file */
+        assert_int_equal(c->n_files, 3);
+        assert_non_null(strstr(c->files[1], "etc/mdreclaim/mdreclaimd.conf.d/10-level.conf"));
+        assert_non_null(strstr(c->files[2], "run/mdreclaim/mdreclaimd.conf.d/20-interval.conf"));
+        config_free(c);
+}
+
+static void test_policy_masking(void **state) {
+        Config *c;
+        char link[600];
+
+        put("usr/lib/mdreclaim/policies.d/web.conf", "[Policy]\nMatch=nginx.service\nPriority=10\n");
+        put("etc/mdreclaim/policies.d/web.conf", "[Policy]\nMatch=nginx.service\nPriority=90\n");
+        put("usr/lib/mdreclaim/policies.d/old.conf", "[Policy]\nMatch=old.service\n");
+        c = load_ok();
+        assert_int_equal(c->n_policies, 2);
+        assert_int_equal(config_find_policy(c, "/x/nginx.service", "nginx.service")->priority, 90);
+        config_free(c);
+
+        /* A link to /dev/null in /etc masks the shipped policy. */
+        put("etc/mdreclaim/policies.d/.keep", "");
+        snprintf(link, sizeof(link), "%s/etc/mdreclaim/policies.d/old.conf", root);
+        assert_int_equal(symlink("/dev/null", link), 0);
+        c = load_ok();
+        assert_int_equal(c->n_policies, 1);
+        assert_null(config_find_policy(c, "/old.service", "old.service"));
+        config_free(c);
+}
+
+static void test_errors_name_file_and_line(void **state) {
+        ConfDiag d = {};
+        char lng[400], content[600];
+        const char *main_path, *pol;
+
+        memset(lng, 'x', sizeof(lng) - 1);
+        lng[sizeof(lng) - 1] = '\0';
+        snprintf(content, sizeof(content),
+                 "[Daemon]\n"                        /* 1 */
+                 "Interval=1 s\n"                    /* 2: bad duration */
+                 "Bogus=1\n"                         /* 3: unknown key */
+                 "LogLevel=loud\n"                   /* 4: bad level */
+                 "CgroupRoot=/%s\n"                  /* 5: too long */
+                 "[Nonsense]\n"                      /* 6: unknown section */
+                 "Key=1\n"                           /* 7: silently part of [Nonsense] */
+                 "[Daemon]\n"                        /* 8 */
+                 "just words\n"                      /* 9: syntax */
+                 "Interval=2s\n"                     /* 10: given twice? no: line 2 failed but counted */
+                 , lng);
+        main_path = put("etc/mdreclaim/mdreclaimd.conf", content);
+        (void) main_path;
+        pol = put("etc/mdreclaim/policies.d/bad.conf",
+                  "[Policy]\n"                       /* 1 */
+                  "Match=a.service\n"                /* 2 */
+                  "DirtyLimit=64M # note\n"          /* 3: '#' inline */
+                  "DirtyBackground=lots\n"           /* 4: bad size */
+                  "PressureTarget=150%\n"            /* 5: bad percentage */
+                  "Priority=101\n"                   /* 6: out of range */
+                  "Mode=sometimes\n"                 /* 7 */
+                  "Protect=perhaps\n"                /* 8 */
+                  "Match=system.slice/x.service\n"   /* 9: bad pattern */
+                  "ReclaimStepMax=0\n");             /* 10 */
+        (void) pol;
+        put("etc/mdreclaim/policies.d/dup.conf", "[Policy]\nMode=off\nMatch=a.service\n");
+        put("etc/mdreclaim/policies.d/nomatch.conf", "[Policy]\nMode=off\n");
+        put("etc/mdreclaim/policies.d/nosection.conf", "; just a comment\n");
+        put("etc/mdreclaim/policies.d/twice.conf", "[Policy]\nMatch=t.service\nMode=off\nMode=enforce\n");
+        put("etc/mdreclaim/policies.d/order.conf", "[Policy]\nMatch=o.service\nDirtyBackground=2G\nDirtyLimit=1G\n");
+        put("etc/mdreclaim/policies.d/bad name.conf", "[Policy]\nMatch=n.service\n");
+        load_fail(&d);
+
+        ASSERT_DIAG(&d, "mdreclaimd.conf:2:", "Interval=: expected a duration");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:3:", "unknown key Bogus=");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:3:", "known keys: Interval, LogLevel, CgroupRoot");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:4:", "LogLevel=: expected a log level");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:5:", "longer than 199 characters");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:6:", "unknown section [Nonsense]");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:9:", "expected Key=Value");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:10:", "Interval= given twice");
+
+        ASSERT_DIAG(&d, "bad.conf:3:", "'#' starts a comment only at the beginning");
+        ASSERT_DIAG(&d, "bad.conf:4:", "DirtyBackground=: expected a size");
+        ASSERT_DIAG(&d, "bad.conf:5:", "PressureTarget=: expected a percentage");
+        ASSERT_DIAG(&d, "bad.conf:6:", "Priority=: expected an integer from 0 to 100");
+        ASSERT_DIAG(&d, "bad.conf:7:", "Mode=: expected off, observe or enforce");
+        ASSERT_DIAG(&d, "bad.conf:8:", "Protect=: expected yes or no");
+        ASSERT_DIAG(&d, "bad.conf:9:", "a unit name cannot contain '/'");
+        ASSERT_DIAG(&d, "bad.conf:10:", "ReclaimStepMax=: expected a size greater than zero");
+
+        ASSERT_DIAG(&d, "nomatch.conf", "has no Match=");
+        ASSERT_DIAG(&d, "nosection.conf", "no [Policy] section");
+        ASSERT_DIAG(&d, "twice.conf:4:", "Mode= given twice in [Policy] (first at line 3)");
+        ASSERT_DIAG(&d, "order.conf", "DirtyBackground= is above DirtyLimit=");
+        ASSERT_DIAG(&d, "bad name.conf", "policy name 'bad name'");
+        conf_diag_clear(&d);
+}
+
+static void test_duplicate_policy(void **state) {
+        ConfDiag d = {};
+
+        put("etc/mdreclaim/policies.d/one.conf", "[Policy]\nMatch=db.service\n");
+        put("run/mdreclaim/policies.d/two.conf", "[Policy]\nMode=off\n\nMatch=other.service db.service\n");
+        load_fail(&d);
+        ASSERT_DIAG(&d, "two.conf:4:", "duplicate policy: Match=db.service is already claimed by policy 'one'");
+        conf_diag_clear(&d);
+}
+
+static void test_unreadable_file(void **state) {
+        ConfDiag d = {};
+        char dir[600];
+
+        /* A directory where a file should be cannot be read as one. */
+        snprintf(dir, sizeof(dir), "%s/etc/mdreclaim/mdreclaimd.conf", root);
+        put("etc/mdreclaim/.keep", "");
+        assert_int_equal(mkdir(dir, 0755), 0);
+        load_fail(&d);
+        ASSERT_DIAG(&d, "mdreclaimd.conf", NULL);
+        conf_diag_clear(&d);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_good_files, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_precedence_and_dropins, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_duplicate_policy, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unreadable_file, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
