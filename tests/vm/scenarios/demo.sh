@@ -1,0 +1,99 @@
+#!/bin/bash
+# vm-mode: systemd
+# vm-fs: ext4
+# vm-write-bps: 16777216
+# The README's main job: mdreclaimd runs as a systemd service while a bulk
+# writer (dd) shares a 16 MiB/s disk with a victim that makes small
+# synchronous writes, and we print what the daemon saw. (Until the daemon
+# acts, this shows observation only: its log and its samples.)
+. "$(dirname "$0")/lib.sh"
+need_daemon
+
+victim=$MDR_VMDIR/helpers/victim
+alone_s=8
+busy_s=24
+
+section() { printf '\n--- %s\n' "$*"; }
+unit_state() { systemctl show -P ActiveState "$1"; }
+sample() { "$MDRECLAIMD" --sample-once --json; }
+
+cat <<EOT
+mdreclaim demo: Debian's $(uname -r) kernel under qemu, systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1,
+a 1 GiB ext4 disk throttled to 16 MiB/s, $(( $(awk '/MemTotal/ { print $2 }' /proc/meminfo) / 1024 )) MiB of memory.
+  mdr-victim.service  rewrites 4 KiB of a 1 MiB file and fdatasyncs it, over and over
+  mdr-writer.service  dd, writing as fast as the page cache lets it
+EOT
+
+section "starting mdreclaimd.service"
+systemctl start mdreclaimd.service
+check "mdreclaimd.service is active" test "$(unit_state mdreclaimd.service)" = active
+systemctl status --no-pager --lines=0 mdreclaimd.service | sed -n '1,4p'
+
+section "the victim alone for ${alone_s}s"
+systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
+    python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone " | tee /tmp/alone.txt
+
+section "the victim beside the writer for ${busy_s}s; what the daemon samples every 3 s"
+systemd-run --quiet --unit=mdr-victim -p StandardOutput=file:/tmp/busy.txt \
+    python3 "$victim" /mnt/ext4/victim "$busy_s" "victim+writer"
+systemd-run --quiet --unit=mdr-writer \
+    dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
+printf '%6s  %-19s %12s %15s  %-19s %18s\n' "t" "cgroup" "dirty" "writeback" "cgroup" "io stall (some)"
+max_dirty=0
+seen_writer=0
+seen_victim=0
+v0=
+t0=$(now)
+while [ "$(unit_state mdr-victim.service)" = active ] || [ "$(unit_state mdr-victim.service)" = activating ]; do
+    sample > /tmp/s.json || break
+    w=$(jq -r '.cgroups[] | select(.unit == "mdr-writer.service") | "\(.file_dirty) \(.file_writeback)"' /tmp/s.json)
+    v=$(jq -r '.cgroups[] | select(.unit == "mdr-victim.service") | .io_pressure.some.total' /tmp/s.json)
+    if [ -n "$w" ]; then
+        seen_writer=1
+        read -r d wb <<< "$w"
+        [ $((d + wb)) -gt "$max_dirty" ] && max_dirty=$((d + wb))
+    else
+        d=0 wb=0
+    fi
+    if [ -n "$v" ] && [ "$v" != null ]; then
+        seen_victim=1
+        v0=${v0:-$v}
+        stall="$(( (v - v0) / 1000 )) ms"
+    else
+        stall="(gone)"
+    fi
+    printf '%5ss  %-19s %8s MiB %11s MiB  %-19s %18s\n' "$(since "$t0")" mdr-writer \
+        "$(mib "$d")" "$(mib "$wb")" mdr-victim "$stall"
+    sleep 3
+done
+cat /tmp/busy.txt
+rate() { sed -n 's/.* = \([0-9.]*\) ops\/s.*/\1/p' "$1"; }
+worst() { sed -n 's/.*worst \([0-9.]*\) ms.*/\1/p' "$1"; }
+if [ -n "$(rate /tmp/alone.txt)" ] && [ -n "$(rate /tmp/busy.txt)" ]; then
+    awk -v a="$(rate /tmp/alone.txt)" -v b="$(rate /tmp/busy.txt)" \
+        -v wa="$(worst /tmp/alone.txt)" -v wb="$(worst /tmp/busy.txt)" 'BEGIN {
+        printf "=> beside the writer the victim kept %.0f %% of its alone rate; its worst fdatasync went from %.0f ms to %.0f ms\n", 100 * b / a, wa, wb }'
+fi
+
+section "mdreclaimd --sample-once while the writer still runs (this demo's units)"
+"$MDRECLAIMD" --sample-once > /tmp/sample.txt
+rc=$?
+head -n 1 /tmp/sample.txt
+grep -E 'mdr-|mdreclaimd' /tmp/sample.txt
+systemctl stop mdr-writer.service 2>/dev/null
+
+section "what mdreclaimd logged (journalctl -u mdreclaimd)"
+journalctl -u mdreclaimd.service --no-pager -o short-monotonic | tail -n 20 | tee /tmp/journal.txt
+
+section "checks"
+check_cmp "--sample-once (cgroup2 found by discovery) exits 0" "$rc" -eq 0
+check "the daemon's samples named the writer's unit" test "$seen_writer" = 1
+check "the daemon's samples named the victim's unit" test "$seen_victim" = 1
+check_cmp "the writer's dirty + writeback seen by the daemon (MiB)" "$(mib "$max_dirty")" -gt 0
+check "the victim ran alone" grep -q 'ops/s' /tmp/alone.txt
+check "the victim ran beside the writer" grep -q 'ops/s' /tmp/busy.txt
+check "mdreclaimd logged to the journal" test -s /tmp/journal.txt
+check "mdreclaimd.service is still active" test "$(unit_state mdreclaimd.service)" = active
+check_cmp "mdreclaimd.service was not restarted" "$(systemctl show -P NRestarts mdreclaimd.service)" -eq 0
+rm -f /mnt/ext4/bulk /mnt/ext4/victim
+finish
