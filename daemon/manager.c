@@ -2,24 +2,42 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
 #include "util.h"
 
-/* MESSAGE_ID of the event logged when a cgroup comes under a policy. */
+/* MESSAGE_IDs of the daemon's structured events. */
 #define MESSAGE_POLICY_ATTACHED "5d0c3f1b7e2a4c8d9b6f0a1e2d3c4b5a"
+#define MESSAGE_PRESSURE "a3e4f1c25b6d47e8910f2c3d4e5f6a7b"
 
 void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
         log_set_max_level(args->log_level >= 0 ? args->log_level : c->daemon.log_level);
 }
 
+static uint64_t now_usec(Manager *m) {
+        uint64_t t = 0;
+
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static size_t manager_armed_triggers(const Manager *m) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n_triggers; i++)
+                n += psi_trigger_armed(m->triggers[i]);
+        return n;
+}
+
 static void manager_notify_status(Manager *m) {
         _cleanup_free_ char *s = NULL;
 
-        if (asprintf(&s, "Watching %zu cgroups, %zu under a policy (%zu policies loaded)",
-                     m->cgroups.n, m->n_with_policy, m->config->n_policies) < 0)
+        if (asprintf(&s, "Watching %zu cgroups, %zu under a policy (%zu policies loaded), %zu PSI triggers",
+                     m->observer->cgroups.n, m->n_with_policy, m->config->n_policies,
+                     manager_armed_triggers(m)) < 0)
                 return;
         if (streq_ptr(s, m->status))
                 return;
@@ -29,8 +47,7 @@ static void manager_notify_status(Manager *m) {
 }
 
 static void manager_attach_policy(Manager *m, CgEntry *e) {
-        const char *unit = cgroup_path_unit(e->cg->path);
-        const Policy *p = config_find_policy(m->config, e->cg->path, unit);
+        const Policy *p = config_find_policy(m->config, e->cg->path, e->unit);
         char policy_field[300];
         const char *fields[] = { policy_field, NULL };
 
@@ -44,69 +61,221 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
                           .level = LOG_INFO,
                           .message_id = MESSAGE_POLICY_ATTACHED,
                           .cgroup = e->cg->path,
-                          .unit = unit,
+                          .unit = e->unit,
                           .action = "attach-policy",
                           .fields = fields,
                   },
                   "%s: under policy '%s' (mode %s)", e->cg->path, p->name, policy_mode_to_string(p->mode));
 }
 
-int manager_tick(Manager *m) {
+/* ---- PSI triggers ---- */
+
+static void on_pressure(PsiTrigger *t, bool dead, void *userdata);
+
+static void manager_drop_trigger(Manager *m, size_t i) {
+        psi_trigger_free(m->triggers[i]);
+        m->triggers[i] = m->triggers[--m->n_triggers];
+}
+
+static PsiTrigger *manager_find_trigger(Manager *m, uint64_t id, PsiResource res) {
+        for (size_t i = 0; i < m->n_triggers; i++)
+                if (m->triggers[i]->cgroup_id == id && m->triggers[i]->resource == res)
+                        return m->triggers[i];
+        return NULL;
+}
+
+/* Makes sure a trigger (id, res) exists; marks it wanted. */
+static void manager_want_trigger(Manager *m, int dirfd, const char *what, uint64_t id, PsiResource res,
+                                 uint32_t threshold_ppm) {
+        const char *file = res == PSI_RESOURCE_MEMORY ? (id ? "memory.pressure" : "pressure/memory")
+                                                      : (id ? "io.pressure" : "pressure/io");
+        uint64_t window = m->config->daemon.pressure_window_usec;
+        PsiTrigger *t = manager_find_trigger(m, id, res), **n;
+        bool fell_back;
+        int r;
+
+        if (t && t->threshold_usec == psi_threshold_usec(threshold_ppm, t->window_usec)) {
+                t->mark = true;
+                return;
+        }
+        if (!t && m->n_triggers >= MANAGER_TRIGGERS_MAX) {
+                if (!m->triggers_full_logged)
+                        log_warning("More than %d PSI triggers wanted; %s gets none (it is still sampled every tick)",
+                                    MANAGER_TRIGGERS_MAX, what);
+                m->triggers_full_logged = true;
+                return;
+        }
+        r = psi_trigger_new(m->event, dirfd, file, id, res, threshold_ppm, window, on_pressure, m, &t, &fell_back);
+        if (r == -ENOMEM)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Cannot arm a PSI trigger on %s's %s (some %" PRIu64 "us per %" PRIu64
+                                  "us window): %m%s; it is still sampled every tick", what, file,
+                                  psi_threshold_usec(threshold_ppm, window), window,
+                                  r == -EINVAL ? " (the kernel refused the threshold or window)" :
+                                  r == -EOPNOTSUPP ? " (not a kernel pressure file)" : "");
+                /* Remembered, so that the next rescan does not try and warn again. */
+                t = psi_trigger_new_failed(id, res, psi_threshold_usec(threshold_ppm, window), window);
+                if (!t)
+                        return;
+        }
+        if (r >= 0 && fell_back && !m->window_fallback_logged) {
+                log_warning("The kernel refused a %" PRIu64 "ms PSI window: without CAP_SYS_RESOURCE it accepts "
+                            "only multiples of 2s. Using %" PRIu64 "ms windows instead.",
+                            window / USEC_PER_MSEC, t->window_usec / USEC_PER_MSEC);
+                m->window_fallback_logged = true;
+        }
+        /* Replace an old trigger of the same (id, res) with other settings. */
+        for (size_t i = 0; i < m->n_triggers; i++)
+                if (m->triggers[i]->cgroup_id == id && m->triggers[i]->resource == res) {
+                        manager_drop_trigger(m, i);
+                        break;
+                }
+        n = realloc(m->triggers, (m->n_triggers + 1) * sizeof(PsiTrigger *));
+        if (!n) {
+                psi_trigger_free(t);
+                return;
+        }
+        m->triggers = n;
+        t->mark = true;
+        m->triggers[m->n_triggers++] = t;
+        if (psi_trigger_armed(t))
+                log_debug("PSI trigger armed on %s's %s: some %" PRIu64 "us per %" PRIu64 "us", what, file,
+                  t->threshold_usec, t->window_usec);
+}
+
+/* Triggers follow policies: memory for PressureTarget=, io for Protect=yes. */
+static void manager_reconcile_triggers(Manager *m) {
+        const DaemonSettings *d = &m->config->daemon;
+
+        for (size_t i = 0; i < m->n_triggers; i++)
+                m->triggers[i]->mark = false;
+        manager_want_trigger(m, m->observer->host->proc_fd, "the host", 0, PSI_RESOURCE_MEMORY,
+                             d->system_pressure_threshold_ppm);
+        manager_want_trigger(m, m->observer->host->proc_fd, "the host", 0, PSI_RESOURCE_IO,
+                             d->system_pressure_threshold_ppm);
+        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
+                CgEntry *e = &m->observer->cgroups.entries[i];
+                const Policy *p = e->policy;
+
+                if (!p || p->mode == POLICY_MODE_OFF || e->gone)
+                        continue;
+                if (p->pressure_target_ppm > 0)
+                        manager_want_trigger(m, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_MEMORY,
+                                             p->pressure_target_ppm);
+                if (p->protect)
+                        manager_want_trigger(m, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_IO,
+                                             p->io_pressure_limit_ppm ?: d->io_pressure_limit_ppm);
+        }
+        for (size_t i = m->n_triggers; i > 0; i--)
+                if (!m->triggers[i - 1]->mark)
+                        manager_drop_trigger(m, i - 1);
+}
+
+static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(m);
+        CgEntry *e = t->cgroup_id ? cgtable_find(&m->observer->cgroups, t->cgroup_id) : NULL;
+        const char *res = psi_resource_to_string(t->resource);
+        char f_res[32], f_lat[64];
+        const char *fields[] = { f_res, f_lat, NULL };
+
+        if (dead) {
+                log_debug("%s: cgroup removed, its %s pressure trigger is closed",
+                          e ? e->cg->path : "(gone)", res);
+                for (size_t i = 0; i < m->n_triggers; i++)
+                        if (m->triggers[i] == t) {
+                                manager_drop_trigger(m, i);
+                                break;
+                        }
+                return;
+        }
+        m->trigger_wakeups++;
+        /* Wake up at once: fresh figures for the cgroup (or host) that stalls. */
+        if (e)
+                (void) observer_sample_entry(m->observer, e, now);
+        snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
+        snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
+        log_event(&(LogEvent) {
+                          .level = LOG_INFO,
+                          .message_id = MESSAGE_PRESSURE,
+                          .cgroup = e ? e->cg->path : "/",
+                          .unit = e ? e->unit : NULL,
+                          .action = "pressure",
+                          .fields = fields,
+                  },
+                  "%s: %s stall over %" PRIu64 "us within %" PRIu64 "ms (trigger #%" PRIu64 ")",
+                  e ? e->cg->path : "host", res, t->threshold_usec, t->window_usec / USEC_PER_MSEC, t->fired);
+}
+
+/* ---- ticks, rescans, reload ---- */
+
+int manager_rescan(Manager *m) {
         size_t with_policy = 0;
         int r;
 
-        r = cgtable_refresh(&m->cgroups, m->root);
-        if (r == -ENOMEM)
-                return r;
+        r = observer_rescan(m->observer);
         if (r < 0)
-                log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m",
-                                  m->root->path);
-        for (size_t i = 0; i < m->cgroups.n; i++) {
-                CgEntry *e = &m->cgroups.entries[i];
-
+                return r;
+        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
+                CgEntry *e = &m->observer->cgroups.entries[i];
                 manager_attach_policy(m, e);
                 with_policy += e->policy != NULL;
-                r = sampler_read_cgroup(e->cg, &e->sample);
-                if (r == -ENOMEM)
-                        return r;
-                e->sampled = r >= 0;
-                /* A cgroup removed since the scan is dropped by the next one. */
         }
         m->n_with_policy = with_policy;
-        m->ticks++;
+        manager_reconcile_triggers(m);
         manager_notify_status(m);
         return 0;
 }
 
-static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        int r;
+int manager_tick(Manager *m) {
+        int r = observer_sample(m->observer, now_usec(m));
 
-        r = manager_tick(m);
-        if (r == -ENOMEM) {
-                log_error("Out of memory during a tick, stopping");
-                return sd_event_exit(m->event, 1);
-        }
-        r = sd_event_source_set_time(s, usec + m->config->daemon.interval_usec);
         if (r < 0)
-                return log_error_errno(r, "Cannot rearm the tick timer: %m");
+                return r;
+        m->ticks++;
+        return 0;
+}
+
+static int rearm(sd_event_source *s, uint64_t usec, uint64_t interval) {
+        int r = sd_event_source_set_time(s, usec + interval);
+        if (r < 0)
+                return log_error_errno(r, "Cannot rearm a timer: %m");
         return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_tick(m) == -ENOMEM) {
+                log_error("Out of memory during a tick, stopping");
+                return sd_event_exit(m->event, 1);
+        }
+        return rearm(s, usec, m->config->daemon.interval_usec);
+}
+
+static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_rescan(m) == -ENOMEM) {
+                log_error("Out of memory during a rescan, stopping");
+                return sd_event_exit(m->event, 1);
+        }
+        return rearm(s, usec, m->config->daemon.rescan_interval_usec);
+}
+
 static void policies_detach_all(Manager *m) {
-        for (size_t i = 0; i < m->cgroups.n; i++)
-                m->cgroups.entries[i].policy = NULL;
+        for (size_t i = 0; i < m->observer->cgroups.n; i++)
+                m->observer->cgroups.entries[i].policy = NULL;
 }
 
 int manager_reload(Manager *m) {
         _cleanup_(config_freep) Config *c = NULL;
         ConfDiag diag = {};
-        uint64_t now;
         int r;
 
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading configuration",
-                          (unsigned long long) now);
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
+                          now_usec(m));
         r = config_load(m->args.config_root, &c, &diag);
         if (r < 0) {
                 for (size_t i = 0; i < diag.n_messages; i++)
@@ -118,11 +287,15 @@ int manager_reload(Manager *m) {
         } else {
                 if (!streq_ptr(c->daemon.cgroup_root, m->config->daemon.cgroup_root))
                         log_warning("CgroupRoot= changed; it takes effect at the next restart");
+                /* Policies point into the old configuration: detach before freeing it. */
+                policies_detach_all(m);
+                /* Triggers that failed are tried again with the new settings. */
+                for (size_t i = m->n_triggers; i > 0; i--)
+                        if (!psi_trigger_armed(m->triggers[i - 1]))
+                                manager_drop_trigger(m, i - 1);
                 config_free(m->config);
                 m->config = TAKE_PTR(c);
                 manager_apply_log_level(&m->args, m->config);
-                /* Policies are reattached by the next tick (pointers went stale). */
-                policies_detach_all(m);
                 log_info("Configuration reloaded: %zu files, %zu policies",
                          m->config->n_files, m->config->n_policies);
                 r = 0;
@@ -130,7 +303,7 @@ int manager_reload(Manager *m) {
         conf_diag_clear(&diag);
         free(m->status);
         m->status = NULL;
-        (void) manager_tick(m);
+        (void) manager_rescan(m);
         (void) sd_notify(false, "READY=1");
         return r;
 }
@@ -147,6 +320,15 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+static int add_timer(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t cb, const char *name) {
+        int r = sd_event_add_time_relative(m->event, s, CLOCK_MONOTONIC, usec, 0, cb, m);
+
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the %s timer: %m", name);
+        (void) sd_event_source_set_description(*s, name);
+        return 0;
+}
+
 int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
         static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
@@ -158,10 +340,10 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         }
         m->args = *args;
         m->config = config;
-        r = cg_root_open(cgroup_root, &m->root);
+        r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
-                return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
-        r = sd_event_default(&m->event);
+                return r;
+        r = sd_event_new(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
         for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
@@ -170,11 +352,12 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
                 if (r < 0)
                         return log_error_errno(r, "Cannot watch signal %d: %m", signals[i]);
         }
-        r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC,
-                                       m->config->daemon.interval_usec, 0, on_tick, m);
+        r = add_timer(m, &m->tick_source, m->config->daemon.interval_usec, on_tick, "tick");
         if (r < 0)
-                return log_error_errno(r, "Cannot create the tick timer: %m");
-        (void) sd_event_source_set_description(m->tick_source, "tick");
+                return r;
+        r = add_timer(m, &m->rescan_source, m->config->daemon.rescan_interval_usec, on_rescan, "rescan");
+        if (r < 0)
+                return r;
         /* Sends WATCHDOG=1 at half of WatchdogSec= when the service manager asks. */
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -186,12 +369,15 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
 int manager_run(Manager *m) {
         int r;
 
-        r = manager_tick(m);
+        r = manager_rescan(m);
+        if (r >= 0)
+                r = manager_tick(m);
         if (r < 0)
-                return log_error_errno(r, "First scan of %s failed: %m", m->root->path);
-        log_info("Watching %zu cgroups under %s, %zu policies, tick every %llu ms",
-                 m->cgroups.n, m->root->path, m->config->n_policies,
-                 (unsigned long long) (m->config->daemon.interval_usec / USEC_PER_MSEC));
+                return log_error_errno(r, "First scan of %s failed: %m", m->observer->root->path);
+        log_info("Watching %zu cgroups under %s, %zu policies, %zu PSI triggers, tick every %" PRIu64 "ms",
+                 m->observer->cgroups.n, m->observer->root->path, m->config->n_policies,
+                 manager_armed_triggers(m),
+                 m->config->daemon.interval_usec / USEC_PER_MSEC);
         (void) sd_notify(false, "READY=1");
         return sd_event_loop(m->event);
 }
@@ -199,12 +385,15 @@ int manager_run(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        for (size_t i = 0; i < m->n_triggers; i++)
+                psi_trigger_free(m->triggers[i]);
+        free(m->triggers);
         sd_event_source_disable_unref(m->tick_source);
+        sd_event_source_disable_unref(m->rescan_source);
         for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
                 sd_event_source_disable_unref(m->signal_sources[i]);
         sd_event_unref(m->event);
-        cgtable_clear(&m->cgroups);
-        cg_root_free(m->root);
+        observer_free(m->observer);
         config_free(m->config);
         free(m->status);
         free(m);

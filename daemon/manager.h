@@ -1,35 +1,47 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The running daemon: one sd-event loop carrying the signals, the periodic
- * tick that samples every cgroup, and the service manager notifications.
- * It owns the configuration and swaps it whole on reload.
+ * The running daemon: one sd-event loop carrying the signals, the tick that
+ * samples every cgroup, the rescan that finds new and removed ones, the PSI
+ * triggers that wake it at once, and the service manager notifications. It
+ * owns the configuration and swaps it whole on reload.
  */
 #pragma once
 
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "cgfs.h"
-#include "cgtable.h"
 #include "conf.h"
+#include "observer.h"
+#include "psi-trigger.h"
+
+/* Bound on PSI triggers (each costs the kernel a poller); more are refused. */
+#define MANAGER_TRIGGERS_MAX 1024
 
 typedef struct ManagerArgs {
         const char *config_root;        /* NULL: the real directories */
         const char *cgroup_root;        /* NULL: from the config or discovery */
+        const char *proc_root;          /* "/proc" outside tests */
+        const char *sys_root;           /* "/sys" outside tests */
         int log_level;                  /* -1: from the config */
 } ManagerArgs;
 
 typedef struct Manager {
         sd_event *event;
         sd_event_source *tick_source;
+        sd_event_source *rescan_source;
         sd_event_source *signal_sources[3];
 
         ManagerArgs args;
         Config *config;
-        CgRoot *root;
-        CgTable cgroups;
+        Observer *observer;
+
+        PsiTrigger **triggers;
+        size_t n_triggers;
+        bool triggers_full_logged;
+        bool window_fallback_logged;
 
         uint64_t ticks;
+        uint64_t trigger_wakeups;
         size_t n_with_policy;
         char *status;           /* last STATUS= sent */
 } Manager;
@@ -48,7 +60,10 @@ int manager_run(Manager *m);
 /* Reads the configuration again; a bad one is refused and the old kept. */
 int manager_reload(Manager *m);
 
-/* One pass of the tick's work, for tests and the first tick. */
+/* The rescan's work: find cgroups, attach policies, reconcile triggers. */
+int manager_rescan(Manager *m);
+
+/* The tick's work: sample everything. */
 int manager_tick(Manager *m);
 
 /* Applies the log level: --log-level wins over LogLevel=. */

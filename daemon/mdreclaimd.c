@@ -11,13 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "build-config.h"
 #include "conf.h"
 #include "discover.h"
 #include "log.h"
 #include "manager.h"
-#include "sampler.h"
+#include "observer.h"
+#include "parse-util.h"
+#include "report.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -25,6 +29,9 @@
 typedef struct Options {
         const char *config_root;
         const char *cgroup_root;
+        const char *proc_root;
+        const char *sys_root;
+        uint64_t sample_window_usec;
         int log_level;
         bool check_config;
         bool sample_once;
@@ -42,7 +49,11 @@ static void help(void) {
                "  --check-config      validate the configuration, print errors or a summary\n"
                "  --sample-once       read every cgroup once, print it and exit\n"
                "  --json              with --sample-once: print JSON\n"
+               "  --sample-window T   with --sample-once: sample twice, T apart, for rates\n"
+               "                      (default 1s; 0 for one pass without rates)\n"
                "  --log-level LEVEL   emerg, alert, crit, err, warning, notice, info, debug\n"
+               "  --proc-root DIR     read /proc files below DIR (for tests)\n"
+               "  --sys-root DIR      read /sys files below DIR (for tests)\n"
                "  --version           print the version\n"
                "  --help              print this help\n"
                "\n"
@@ -51,13 +62,17 @@ static void help(void) {
 
 static int parse_args(int argc, char **argv, Options *o) {
         enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
-               ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP };
+               ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP, ARG_PROC_ROOT, ARG_SYS_ROOT,
+               ARG_SAMPLE_WINDOW };
         static const struct option options[] = {
                 { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "sample-once", no_argument, NULL, ARG_SAMPLE_ONCE },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "sample-window", required_argument, NULL, ARG_SAMPLE_WINDOW },
+                { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
+                { "sys-root", required_argument, NULL, ARG_SYS_ROOT },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, ARG_HELP },
@@ -65,7 +80,8 @@ static int parse_args(int argc, char **argv, Options *o) {
         };
         int c;
 
-        *o = (Options) { .log_level = -1 };
+        *o = (Options) { .log_level = -1, .proc_root = "/proc", .sys_root = "/sys",
+                         .sample_window_usec = USEC_PER_SEC };
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_CONFIG_ROOT:
@@ -82,6 +98,20 @@ static int parse_args(int argc, char **argv, Options *o) {
                         break;
                 case ARG_JSON:
                         o->json = true;
+                        break;
+                case ARG_SAMPLE_WINDOW:
+                        if (parse_duration(optarg, &o->sample_window_usec) < 0 ||
+                            o->sample_window_usec > 60 * USEC_PER_SEC) {
+                                fprintf(stderr, "mdreclaimd: invalid --sample-window '%s': expected a duration "
+                                        "up to 60s (e.g. 1s, 500ms, 0)\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_PROC_ROOT:
+                        o->proc_root = optarg;
+                        break;
+                case ARG_SYS_ROOT:
+                        o->sys_root = optarg;
                         break;
                 case ARG_LOG_LEVEL:
                         o->log_level = log_level_from_string(optarg);
@@ -105,8 +135,8 @@ static int parse_args(int argc, char **argv, Options *o) {
                 fprintf(stderr, "mdreclaimd: unexpected argument '%s'. Try 'mdreclaimd --help'.\n", argv[optind]);
                 return -EINVAL;
         }
-        if (o->json && !o->sample_once) {
-                fprintf(stderr, "mdreclaimd: --json goes with --sample-once\n");
+        if ((o->json || o->sample_window_usec != USEC_PER_SEC) && !o->sample_once) {
+                fprintf(stderr, "mdreclaimd: --json and --sample-window go with --sample-once\n");
                 return -EINVAL;
         }
         if (o->check_config && o->sample_once) {
@@ -164,15 +194,28 @@ static int resolve_cgroup_root(const Options *o, const Config *c, char **ret) {
 }
 
 static int run_sample_once(const Options *o, const char *cgroup_root) {
-        _cleanup_(cg_root_freep) CgRoot *root = NULL;
+        _cleanup_(observer_freep) Observer *obs = NULL;
+        struct timespec ts;
         int r;
 
-        r = cg_root_open(cgroup_root, &root);
+        r = observer_new(cgroup_root, o->proc_root, o->sys_root, &obs);
         if (r < 0)
-                return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
-        r = sampler_sample_once(root, o->json ? SAMPLE_FORMAT_JSON : SAMPLE_FORMAT_TABLE, stdout);
+                return r;
+        r = observer_rescan(obs);
+        if (r >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+                r = observer_sample(obs, (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000);
+        if (r >= 0 && o->sample_window_usec > 0) {
+                /* A second pass gives the rates and stall deltas. */
+                (void) usleep((useconds_t) o->sample_window_usec);
+                (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+                r = observer_sample(obs, (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000);
+        }
         if (r < 0)
                 return log_error_errno(r, "Sampling %s failed: %m", cgroup_root);
+        if (o->json)
+                report_json(obs, stdout);
+        else
+                report_table(obs, stdout);
         if (fflush(stdout) != 0 || ferror(stdout))
                 return log_error_errno(EIO, "Writing the sample failed");
         return 0;
@@ -208,7 +251,7 @@ int main(int argc, char **argv) {
                 return EXIT_SUCCESS;
         }
         margs = (ManagerArgs) { .config_root = o.config_root, .cgroup_root = o.cgroup_root,
-                                .log_level = o.log_level };
+                                .proc_root = o.proc_root, .sys_root = o.sys_root, .log_level = o.log_level };
         manager_apply_log_level(&margs, config);
 
         r = resolve_cgroup_root(&o, config, &cgroup_root);

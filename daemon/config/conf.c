@@ -35,6 +35,42 @@ static int cv_interval(const char *v, void *dest) {
         return 0;
 }
 
+static int cv_rescan_interval(const char *v, void *dest) {
+        uint64_t usec;
+        int r = parse_duration(v, &usec);
+
+        if (r < 0)
+                return r;
+        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
+                return -ERANGE;
+        *(uint64_t *) dest = usec;
+        return 0;
+}
+
+static int cv_pressure_window(const char *v, void *dest) {
+        uint64_t usec;
+        int r = parse_duration(v, &usec);
+
+        if (r < 0)
+                return r;
+        if (usec < 500 * USEC_PER_MSEC || usec > 10 * USEC_PER_SEC)
+                return -ERANGE;
+        *(uint64_t *) dest = usec;
+        return 0;
+}
+
+static int cv_percent_nonzero(const char *v, void *dest) {
+        uint32_t ppm;
+        int r = parse_percent(v, &ppm);
+
+        if (r < 0)
+                return r;
+        if (ppm == 0)
+                return -ERANGE;
+        *(uint32_t *) dest = ppm;
+        return 0;
+}
+
 static int cv_log_level(const char *v, void *dest) {
         int l = log_level_from_string(v);
 
@@ -127,6 +163,15 @@ static const ConfKeyDef daemon_keys[] = {
           "a log level: emerg, alert, crit, err, warning, notice, info or debug" },
         { "Daemon", "CgroupRoot", cv_abs_path, offsetof(DaemonSettings, cgroup_root),
           "an absolute path without spaces" },
+        { "Daemon", "RescanInterval", cv_rescan_interval, offsetof(DaemonSettings, rescan_interval_usec),
+          "a duration between 100ms and 1h (e.g. 5s)" },
+        { "Daemon", "PressureWindow", cv_pressure_window, offsetof(DaemonSettings, pressure_window_usec),
+          "a duration between 500ms and 10s (e.g. 1s)" },
+        { "Daemon", "SystemPressureThreshold", cv_percent_nonzero,
+          offsetof(DaemonSettings, system_pressure_threshold_ppm),
+          "a percentage of time stalled above 0% (e.g. 10%)" },
+        { "WritePoint", "IOPressureLimit", cv_percent_nonzero, offsetof(DaemonSettings, io_pressure_limit_ppm),
+          "a percentage of time stalled on io above 0% (e.g. 10%)" },
 };
 
 static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", NULL };
@@ -148,6 +193,8 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "ReclaimStepMax", cv_size_nonzero, offsetof(Policy, reclaim_step_max),
           "a size greater than zero (e.g. 16M)" },
         { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE },
+        { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
+          "a percentage of time stalled on io above 0% (e.g. 10%)" },
 };
 
 static const char *const policy_sections[] = { "Policy", NULL };
@@ -509,6 +556,10 @@ static void config_verify_unique_matches(const Config *c, ConfDiag *diag) {
 static void config_defaults(DaemonSettings *d) {
         *d = (DaemonSettings) {
                 .interval_usec = INTERVAL_DEFAULT_USEC,
+                .rescan_interval_usec = RESCAN_INTERVAL_DEFAULT_USEC,
+                .pressure_window_usec = PRESSURE_WINDOW_DEFAULT_USEC,
+                .system_pressure_threshold_ppm = SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM,
+                .io_pressure_limit_ppm = IO_PRESSURE_LIMIT_DEFAULT_PPM,
                 .log_level = LOG_INFO,
         };
 }

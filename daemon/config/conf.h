@@ -25,10 +25,20 @@
 #define INTERVAL_MAX_USEC (3600 * USEC_PER_SEC)
 #define INTERVAL_DEFAULT_USEC USEC_PER_SEC
 
+#define RESCAN_INTERVAL_DEFAULT_USEC (5 * USEC_PER_SEC)
+#define PRESSURE_WINDOW_DEFAULT_USEC USEC_PER_SEC
+#define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
+#define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
+
 typedef struct DaemonSettings {
         uint64_t interval_usec;
+        uint64_t rescan_interval_usec;
+        uint64_t pressure_window_usec;          /* PSI trigger window */
+        uint32_t system_pressure_threshold_ppm; /* host memory/io "some" trigger */
         int log_level;
         char *cgroup_root;      /* NULL: find the cgroup2 mount */
+        /* [WritePoint] */
+        uint32_t io_pressure_limit_ppm;         /* default of a policy's IOPressureLimit= */
 } DaemonSettings;
 
 typedef struct Config {

@@ -53,6 +53,10 @@ typedef struct Policy {
         uint32_t pressure_target_ppm;   /* 0: no proactive reclaim */
         uint64_t reclaim_step_max;
         uint64_t cache_floor;
+
+        /* For a protected cgroup: io stall tolerated before writers beside it
+         * are capped. 0: the daemon's [WritePoint] IOPressureLimit=. */
+        uint32_t io_pressure_limit_ppm;
 } Policy;
 
 /* A policy with every key at its default. */

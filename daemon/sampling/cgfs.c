@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 
@@ -98,29 +99,9 @@ Cgroup *cgroup_free(Cgroup *cg) {
 }
 
 int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
-        ssize_t n;
-
-        if (f >= _CG_FILE_MAX || size < 2)
+        if (f >= _CG_FILE_MAX)
                 return -EINVAL;
-        if (cg->fds[f] < 0) {
-                cg->fds[f] = openat(cg->dirfd, file_names[f], O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (cg->fds[f] < 0)
-                        return negative_errno();
-        }
-        /* Files under cgroupfs produce their whole content in one read. */
-        n = pread(cg->fds[f], buf, size - 1, 0);
-        if (n < 0) {
-                int r = negative_errno();
-                closep(&cg->fds[f]);
-                cg->fds[f] = -1;
-                return r;
-        }
-        if ((size_t) n == size - 1)
-                return -EFBIG;
-        buf[n] = '\0';
-        if (ret_len)
-                *ret_len = (size_t) n;
-        return 0;
+        return kept_read(cg->dirfd, file_names[f], &cg->fds[f], buf, size, ret_len);
 }
 
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {

@@ -41,6 +41,18 @@ int cg_parse_u64(const char *buf, size_t len, uint64_t *ret) {
         return p && p == end ? 0 : -EBADMSG;
 }
 
+/* Finds keys[i] equal to [p, p+klen), trying the key after the last match first. */
+static int find_key(const char *const *keys, size_t n_keys, size_t *hint, const char *p, size_t klen) {
+        for (size_t n = 0; n < n_keys; n++) {
+                size_t i = (*hint + n) % n_keys;
+                if (strlen(keys[i]) == klen && memcmp(keys[i], p, klen) == 0) {
+                        *hint = i + 1;
+                        return (int) i;
+                }
+        }
+        return -1;
+}
+
 int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
                         uint64_t *values, uint64_t *ret_found) {
         const char *p = buf, *end = buf + len;
@@ -51,24 +63,56 @@ int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, si
                 return -EINVAL;
         while (p < end) {
                 const char *eol = line_end(p, end), *sp = memchr(p, ' ', (size_t) (eol - p)), *v;
-                size_t klen;
                 uint64_t val;
+                int i;
 
                 if (!sp || sp == p)
                         return -EBADMSG;
-                klen = (size_t) (sp - p);
                 v = scan_u64(sp + 1, eol, &val);
                 if (!v || v != eol)
                         return -EBADMSG;
-                /* Files list their keys in a fixed order: try the next one first. */
-                for (size_t n = 0; n < n_keys; n++) {
-                        size_t i = (hint + n) % n_keys;
-                        if (strlen(keys[i]) == klen && memcmp(keys[i], p, klen) == 0) {
-                                values[i] = val;
-                                found |= UINT64_C(1) << i;
-                                hint = i + 1;
-                                break;
-                        }
+                i = find_key(keys, n_keys, &hint, p, (size_t) (sp - p));
+                if (i >= 0) {
+                        values[i] = val;
+                        found |= UINT64_C(1) << i;
+                }
+                p = eol + 1;
+        }
+        if (ret_found)
+                *ret_found = found;
+        return 0;
+}
+
+int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                     uint64_t *values, uint64_t *ret_found) {
+        const char *p = buf, *end = buf + len;
+        uint64_t found = 0;
+        size_t hint = 0;
+
+        if (n_keys > 64)
+                return -EINVAL;
+        while (p < end) {
+                const char *eol = line_end(p, end), *colon = memchr(p, ':', (size_t) (eol - p)), *v;
+                uint64_t val, mult = 1;
+                int i;
+
+                if (!colon || colon == p)
+                        return -EBADMSG;
+                for (v = colon + 1; v < eol && *v == ' '; v++)
+                        ;
+                v = scan_u64(v, eol, &val);
+                if (!v)
+                        return -EBADMSG;
+                if (eol - v == 3 && memcmp(v, " kB", 3) == 0)
+                        mult = 1024;
+                else if (v != eol)
+                        return -EBADMSG;
+                i = find_key(keys, n_keys, &hint, p, (size_t) (colon - p));
+                if (i >= 0) {
+                        if (val > UINT64_MAX / mult)
+                                return -EBADMSG;
+                        values[i] = val * mult;
+                        found |= UINT64_C(1) << i;
                 }
                 p = eol + 1;
         }

@@ -42,3 +42,11 @@ typedef struct IoStatDev {
 
 /* Up to `max` devices; more is -E2BIG with the first `max` filled. */
 int cg_parse_io_stat(const char *buf, size_t len, IoStatDev *devs, size_t max, size_t *ret_n);
+
+/*
+ * /proc/meminfo: "Key:   123 kB" lines. Values are converted to bytes
+ * (a value without " kB", like HugePages_Total, is kept as it is). Same
+ * contract as cg_parse_flat_keyed otherwise.
+ */
+int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                     uint64_t *values, uint64_t *ret_found);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 
 typedef struct Refresh {
@@ -62,7 +63,7 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 return -ENOMEM;
         }
         rf->added = n;
-        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true };
+        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path) };
         return 0;
 }
 

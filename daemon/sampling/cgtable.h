@@ -11,16 +11,28 @@
 
 #include "cgfs.h"
 #include "sampler.h"
+#include "signals.h"
 
 typedef struct Policy Policy;
 
 typedef struct CgEntry {
         Cgroup *cg;
-        const Policy *policy;   /* set by the manager; NULL: no policy */
-        CgroupSample sample;
-        bool sampled;
-        bool seen;              /* found by the refresh in progress */
+        const char *unit;               /* into cg->path; NULL if not a unit's cgroup */
+        const Policy *policy;           /* set by the manager; NULL: no policy */
+        CgroupSample samples[2];        /* the newest is samples[cur] */
+        uint64_t sample_usec[2];
+        uint8_t cur;
+        uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
+        bool gone;                      /* found removed while sampling */
+        bool seen;                      /* found by the refresh in progress */
+        CgroupSignals signals;          /* between the last two samples */
+        CgroupLimits limits;            /* as of the last rescan */
 } CgEntry;
+
+/* The newest sample, or NULL before the first. */
+static inline const CgroupSample *cg_entry_sample(const CgEntry *e) {
+        return e->n_samples > 0 ? &e->samples[e->cur] : NULL;
+}
 
 typedef struct CgTable {
         CgEntry *entries;       /* sorted by cg->id */

@@ -110,12 +110,29 @@ static void test_io_stat(void **state) {
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 wbytes=12x\n", d, 2, &n), -EBADMSG);
 }
 
+static void test_meminfo(void **state) {
+        static const char *const mk[] = { "MemTotal", "Dirty", "HugePages_Total" };
+        uint64_t v[3] = { 0 }, found;
+
+        assert_int_equal(PARSE(cg_parse_meminfo, "MemTotal:       16 kB\nCached:  1 kB\nDirty:   0 kB\n"
+                               "HugePages_Total:       5\n", mk, 3, v, &found), 0);
+        assert_int_equal(v[0], 16384);
+        assert_int_equal(v[1], 0);
+        assert_int_equal(v[2], 5);     /* no unit: kept as is */
+        assert_int_equal(found, 7);
+        assert_int_equal(PARSE(cg_parse_meminfo, "MemTotal 16 kB\n", mk, 3, v, &found), -EBADMSG);
+        assert_int_equal(PARSE(cg_parse_meminfo, "MemTotal: 16 MB\n", mk, 3, v, &found), -EBADMSG);
+        assert_int_equal(PARSE(cg_parse_meminfo, "MemTotal: kB\n", mk, 3, v, &found), -EBADMSG);
+        assert_int_equal(PARSE(cg_parse_meminfo, "MemTotal: 99999999999999999999 kB\n", mk, 3, v, &found), -EBADMSG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_u64),
                 cmocka_unit_test(test_flat_keyed),
                 cmocka_unit_test(test_psi),
                 cmocka_unit_test(test_io_stat),
+                cmocka_unit_test(test_meminfo),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "hostfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "util.h"
+
+static const char *const host_file_names[_HOST_FILE_MAX] = {
+        [HOST_PRESSURE_MEMORY] = "pressure/memory",
+        [HOST_PRESSURE_IO] = "pressure/io",
+        [HOST_MEMINFO] = "meminfo",
+        [HOST_VMSTAT] = "vmstat",
+};
+
+const char *host_file_name(HostFile f) {
+        return f < _HOST_FILE_MAX ? host_file_names[f] : NULL;
+}
+
+int host_root_open(const char *proc_path, const char *sys_path, HostRoot **ret) {
+        HostRoot *h = calloc(1, sizeof(HostRoot));
+
+        if (!h)
+                return -ENOMEM;
+        h->sys_fd = -1;
+        for (size_t i = 0; i < _HOST_FILE_MAX; i++)
+                h->fds[i] = -1;
+        h->proc_fd = open(proc_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (h->proc_fd < 0) {
+                int r = negative_errno();
+                free(h);
+                return r;
+        }
+        h->sys_fd = open(sys_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        h->proc_path = strdup(proc_path);
+        h->sys_path = strdup(sys_path);
+        if (!h->proc_path || !h->sys_path) {
+                host_root_free(h);
+                return -ENOMEM;
+        }
+        *ret = h;
+        return 0;
+}
+
+HostRoot *host_root_free(HostRoot *h) {
+        if (!h)
+                return NULL;
+        for (size_t i = 0; i < _HOST_FILE_MAX; i++)
+                closep(&h->fds[i]);
+        closep(&h->proc_fd);
+        closep(&h->sys_fd);
+        free(h->proc_path);
+        free(h->sys_path);
+        free(h);
+        return NULL;
+}
+
+int host_read(HostRoot *h, HostFile f, char *buf, size_t size, size_t *ret_len) {
+        if (f >= _HOST_FILE_MAX)
+                return -EINVAL;
+        return kept_read(h->proc_fd, host_file_names[f], &h->fds[f], buf, size, ret_len);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The host's files outside the cgroup tree: /proc/pressure, /proc/meminfo,
+ * /proc/vmstat, and /sys/fs for filesystem metadata. Like the cgroupfs layer
+ * it takes root directories (the real /proc and /sys in production, fixture
+ * trees in tests) and keeps the files it rereads open.
+ */
+#pragma once
+
+#include <stddef.h>
+
+typedef enum HostFile {
+        HOST_PRESSURE_MEMORY,
+        HOST_PRESSURE_IO,
+        HOST_MEMINFO,
+        HOST_VMSTAT,
+        _HOST_FILE_MAX,
+} HostFile;
+
+const char *host_file_name(HostFile f);
+
+typedef struct HostRoot {
+        int proc_fd;
+        int sys_fd;             /* -1 if unavailable */
+        char *proc_path;
+        char *sys_path;
+        int fds[_HOST_FILE_MAX];
+} HostRoot;
+
+/* proc_path must open; a missing sys_path only disables metadata providers. */
+int host_root_open(const char *proc_path, const char *sys_path, HostRoot **ret);
+HostRoot *host_root_free(HostRoot *h);
+static inline void host_root_freep(HostRoot **h) {
+        if (*h)
+                host_root_free(*h);
+}
+
+int host_read(HostRoot *h, HostFile f, char *buf, size_t size, size_t *ret_len);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of the derived signals: deltas, rates, resets, missing data. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "signals.h"
+#include "util.h"
+
+#define PAGE 4096
+
+static CgroupSample sample(uint64_t dirty, uint64_t wb, uint64_t refaults, uint64_t mem_some, uint64_t io_some) {
+        CgroupSample s = {
+                .have = SAMPLE_MEMORY_STAT | SAMPLE_MEMORY_PRESSURE | SAMPLE_IO_PRESSURE | SAMPLE_IO_STAT,
+                .stat_found = (1u << STAT_FILE) | (1u << STAT_FILE_DIRTY) | (1u << STAT_FILE_WRITEBACK) |
+                              (1u << STAT_SLAB_RECLAIMABLE) | (1u << STAT_WORKINGSET_REFAULT_FILE) |
+                              (1u << STAT_PGSCAN) | (1u << STAT_PGSTEAL),
+        };
+        s.stat[STAT_FILE] = 100 << 20;
+        s.stat[STAT_FILE_DIRTY] = dirty;
+        s.stat[STAT_FILE_WRITEBACK] = wb;
+        s.stat[STAT_SLAB_RECLAIMABLE] = 5 << 20;
+        s.stat[STAT_WORKINGSET_REFAULT_FILE] = refaults;
+        s.memory_pressure.some.total = mem_some;
+        s.memory_pressure.has_full = true;
+        s.io_pressure.some.total = io_some;
+        return s;
+}
+
+static void test_estimates(void **state) {
+        CgroupSample s = sample(10 << 20, 6 << 20, 0, 0, 0);
+
+        assert_int_equal(sample_dirty_bytes(&s), 16 << 20);
+        /* 100M of file cache, 16M of it dirty or under writeback, plus 5M slab. */
+        assert_int_equal(sample_reclaimable_bytes(&s), (84 << 20) + (5 << 20));
+        s.stat[STAT_FILE] = 1 << 20; /* more dirty than file: clamps, never wraps */
+        assert_int_equal(sample_reclaimable_bytes(&s), 5 << 20);
+        s.have = 0;
+        assert_int_equal(sample_reclaimable_bytes(&s), 0);
+}
+
+static void test_rates_and_stalls(void **state) {
+        CgroupSample a = sample(10 << 20, 0, 100, 1000, 50000), b = sample(30 << 20, 4 << 20, 350, 251000, 50000);
+        CgroupSignals g;
+
+        a.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 1 << 20, .rbytes = 0 };
+        a.n_io = 1;
+        b.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 9 << 20, .rbytes = 4096 };
+        b.io[1] = (IoStatDev) { .major = 8, .minor = 16, .wbytes = 2 << 20 }; /* new device */
+        b.n_io = 2;
+
+        signals_derive(&a, 10 * USEC_PER_SEC, &b, 12 * USEC_PER_SEC, PAGE, &g);
+        assert_true(g.valid);
+        assert_int_equal(g.interval_usec, 2 * USEC_PER_SEC);
+        assert_true(g.have_memory_stall);
+        assert_int_equal(g.memory_stall.some_usec, 250000);
+        assert_int_equal(g.memory_stall.some_ppm, 125000);     /* 12.5% of 2 s */
+        assert_int_equal(g.io_stall.some_usec, 0);
+        assert_int_equal(g.dirty_rate, 12 << 20);              /* +24M over 2 s */
+        assert_int_equal(g.refault_rate, 125 * PAGE);          /* 250 pages over 2 s, in bytes */
+        assert_int_equal(g.n_devices, 2);
+        assert_int_equal(g.devices[0].wbytes_per_sec, 4 << 20);
+        assert_int_equal(g.devices[0].rbytes_per_sec, 2048);
+        assert_int_equal(g.devices[1].minor, 16);
+        assert_int_equal(g.devices[1].wbytes_per_sec, 1 << 20);
+        assert_int_equal(g.write_rate, 5 << 20);
+
+        /* Shrinking dirty data is a negative rate. */
+        signals_derive(&b, 0, &a, USEC_PER_SEC, PAGE, &g);
+        assert_int_equal(g.dirty_rate, -(24 << 20));
+}
+
+static void test_resets_and_gaps(void **state) {
+        CgroupSample a = sample(0, 0, 1000, 5000000, 0), b = sample(0, 0, 10, 100, 0);
+        CgroupSignals g;
+
+        /* Counters that went backwards count as no change. */
+        signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
+        assert_true(g.valid);
+        assert_int_equal(g.memory_stall.some_usec, 0);
+        assert_int_equal(g.refault_rate, 0);
+
+        /* No time passed: nothing can be derived. */
+        signals_derive(&a, 5, &b, 5, PAGE, &g);
+        assert_false(g.valid);
+
+        /* A file missing from either sample gives no figure, not a zero-based one. */
+        b.have &= ~SAMPLE_MEMORY_PRESSURE;
+        signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
+        assert_false(g.have_memory_stall);
+        assert_true(g.have_io_stall);
+
+        /* Stall beyond the interval (clock skew between the two) is capped at 100%. */
+        a = sample(0, 0, 0, 0, 0);
+        b = sample(0, 0, 0, 3 * USEC_PER_SEC, 0);
+        signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
+        assert_int_equal(g.memory_stall.some_ppm, 1000000);
+}
+
+static void test_system(void **state) {
+        SystemSample a = { .have = SYSTEM_MEMORY_PRESSURE | SYSTEM_VMSTAT }, b;
+        SystemSignals g;
+
+        a.vmstat_found = (1u << _VMSTAT_MAX) - 1;
+        a.vmstat[VMSTAT_NR_DIRTY] = 100;
+        a.vmstat[VMSTAT_NR_WRITEBACK] = 28;
+        a.vmstat[VMSTAT_NR_DIRTY_THRESHOLD] = 1000;
+        a.vmstat[VMSTAT_NR_DIRTY_BACKGROUND_THRESHOLD] = 500;
+        a.vmstat[VMSTAT_WORKINGSET_REFAULT_FILE] = 7;
+        a.memory_pressure.some.total = 100;
+        b = a;
+        b.memory_pressure.some.total = 600;
+        b.vmstat[VMSTAT_WORKINGSET_REFAULT_FILE] = 17;
+
+        system_signals_derive(&a, 0, &b, USEC_PER_SEC / 2, PAGE, &g);
+        assert_true(g.valid);
+        assert_int_equal(g.dirty_bytes, 128 * PAGE);
+        assert_int_equal(g.dirty_threshold_bytes, 1000 * PAGE);
+        assert_int_equal(g.dirty_background_threshold_bytes, 500 * PAGE);
+        assert_int_equal(g.memory_stall.some_usec, 500);
+        assert_int_equal(g.memory_stall.some_ppm, 1000);
+        assert_int_equal(g.refault_rate, 20 * PAGE);
+        assert_false(g.have_io_stall);
+}
+
+static void test_rate_per_sec(void **state) {
+        assert_int_equal(rate_per_sec(10, USEC_PER_SEC), 10);
+        assert_int_equal(rate_per_sec(10, USEC_PER_SEC / 10), 100);
+        assert_int_equal(rate_per_sec(10, 0), 0);
+        /* Huge deltas do not overflow. */
+        assert_true(rate_per_sec(UINT64_MAX / 2, 2 * USEC_PER_SEC) > UINT64_MAX / 8);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_estimates),
+                cmocka_unit_test(test_rates_and_stalls),
+                cmocka_unit_test(test_resets_and_gaps),
+                cmocka_unit_test(test_system),
+                cmocka_unit_test(test_rate_per_sec),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
