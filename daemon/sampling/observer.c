@@ -30,6 +30,7 @@ Observer *observer_free(Observer *o) {
         if (!o)
                 return NULL;
         cgtable_clear(&o->cgroups);
+        metadata_view_clear(&o->metadata);
         cg_root_free(o->root);
         host_root_free(o->host);
         free(o);
@@ -48,6 +49,9 @@ int observer_rescan(Observer *o) {
                 if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
         }
+        r = metadata_discover(o->host, &o->metadata);
+        if (r < 0)
+                log_debug_errno(r, "Cannot list filesystems for metadata figures: %m");
         return 0;
 }
 
@@ -92,6 +96,7 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                 system_signals_derive(&o->system[next], now_usec, &o->system[next], now_usec, o->page_size,
                                       &o->system_signals);
 
+        metadata_sample(o->host, &o->metadata, now_usec);
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 int r = observer_sample_entry(o, &o->cgroups.entries[i], now_usec);
                 if (r == -ENOMEM)

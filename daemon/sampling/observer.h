@@ -13,6 +13,7 @@
 #include "cgfs.h"
 #include "cgtable.h"
 #include "hostfs.h"
+#include "metadata.h"
 #include "sampler.h"
 #include "signals.h"
 
@@ -26,6 +27,7 @@ typedef struct Observer {
         uint64_t system_usec[2];
         uint8_t system_cur, system_n;
         SystemSignals system_signals;
+        MetadataView metadata;
 
         size_t gone_last_pass;          /* cgroups found removed by the last sample pass */
 } Observer;

@@ -132,7 +132,7 @@ static void sample_json(FILE *f, const CgroupSample *s) {
         fputc(']', f);
 }
 
-static void cgroup_json(FILE *f, const CgEntry *e) {
+static void cgroup_json(FILE *f, const Observer *o, const CgEntry *e) {
         const CgroupSample *s = cg_entry_sample(e);
         static const CgroupSample empty;
 
@@ -146,7 +146,26 @@ static void cgroup_json(FILE *f, const CgEntry *e) {
         sample_json(f, s ? s : &empty);
         fputs(",\"signals\":", f);
         signals_json(f, &e->signals);
+        fputs(",\"metadata_dirty_estimate\":", f);
+        {
+                uint64_t bytes = 0;
+                bool have = metadata_attribute(&o->metadata, &e->signals, &bytes);
+                json_u64_or_null(f, have, bytes);
+        }
         fputc('}', f);
+}
+
+static void filesystems_json(FILE *f, const MetadataView *v) {
+        fputc('[', f);
+        for (size_t i = 0; i < v->n; i++) {
+                const FsMetadata *m = &v->fs[i];
+                fprintf(f, "%s{\"type\":\"%s\",\"device\":", i ? "," : "", fs_type_to_string(m->type));
+                json_string(f, m->device);
+                fprintf(f, ",\"dev\":\"%" PRIu32 ":%" PRIu32 "\",\"metadata_dirty_estimate\":", m->major, m->minor);
+                json_u64_or_null(f, m->have_pending, m->pending_bytes);
+                fprintf(f, ",\"write_rate\":%" PRIu64 "}", m->write_rate);
+        }
+        fputc(']', f);
 }
 
 static void system_json(FILE *f, const Observer *o) {
@@ -176,6 +195,8 @@ static void system_json(FILE *f, const Observer *o) {
         json_u64_or_null(f, s->have & SYSTEM_VMSTAT, g->dirty_threshold_bytes);
         fputs(",\"dirty_background_threshold_bytes\":", f);
         json_u64_or_null(f, s->have & SYSTEM_VMSTAT, g->dirty_background_threshold_bytes);
+        fputs(",\"filesystems\":", f);
+        filesystems_json(f, &o->metadata);
         fputs(",\"signals\":", f);
         if (!g->valid)
                 fputs("null", f);
@@ -201,7 +222,7 @@ void report_json(const Observer *o, FILE *f) {
                 if (e->gone)
                         continue;
                 fputs(n++ ? ",\n" : "\n", f);
-                cgroup_json(f, e);
+                cgroup_json(f, o, e);
         }
         fputs("\n]}\n", f);
 }
