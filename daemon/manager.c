@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
@@ -22,6 +24,23 @@ static uint64_t now_usec(Manager *m) {
 
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
         return t;
+}
+
+void manager_event(Manager *m, const LogEvent *ev, const char *format, ...) {
+        char message[EVENT_TEXT_MAX];
+        const Event *e;
+        struct timespec ts;
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(message, sizeof(message), format, ap);
+        va_end(ap);
+        log_event(ev, "%s", message);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        e = event_log_add(&m->events, (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000,
+                          ev->level, ev->action, ev->cgroup, ev->unit, message);
+        if (m->event_hook)
+                m->event_hook(m, e, m->event_hook_userdata);
 }
 
 static size_t manager_armed_triggers(const Manager *m) {
@@ -57,7 +76,7 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
         if (!p)
                 return;
         snprintf(policy_field, sizeof(policy_field), "POLICY=%s", p->name);
-        log_event(&(LogEvent) {
+        manager_event(m, &(LogEvent) {
                           .level = LOG_INFO,
                           .message_id = MESSAGE_POLICY_ATTACHED,
                           .cgroup = e->cg->path,
@@ -196,7 +215,7 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
                 (void) observer_sample_entry(m->observer, e, now);
         snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
         snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
-        log_event(&(LogEvent) {
+        manager_event(m, &(LogEvent) {
                           .level = LOG_INFO,
                           .message_id = MESSAGE_PRESSURE,
                           .cgroup = e ? e->cg->path : "/",
@@ -340,6 +359,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         }
         m->args = *args;
         m->config = config;
+        event_log_init(&m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
                 return r;

@@ -11,6 +11,8 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "event-log.h"
+#include "log.h"
 #include "observer.h"
 #include "psi-trigger.h"
 
@@ -25,7 +27,12 @@ typedef struct ManagerArgs {
         int log_level;                  /* -1: from the config */
 } ManagerArgs;
 
-typedef struct Manager {
+typedef struct Manager Manager;
+
+/* Called for every event the manager records (the bus turns it into a signal). */
+typedef void (*ManagerEventHook)(Manager *m, const Event *e, void *userdata);
+
+struct Manager {
         sd_event *event;
         sd_event_source *tick_source;
         sd_event_source *rescan_source;
@@ -40,11 +47,15 @@ typedef struct Manager {
         bool triggers_full_logged;
         bool window_fallback_logged;
 
+        EventLog events;
+        ManagerEventHook event_hook;
+        void *event_hook_userdata;
+
         uint64_t ticks;
         uint64_t trigger_wakeups;
         size_t n_with_policy;
         char *status;           /* last STATUS= sent */
-} Manager;
+};
 
 /* Takes ownership of `config`. */
 int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret);
@@ -65,6 +76,9 @@ int manager_rescan(Manager *m);
 
 /* The tick's work: sample everything. */
 int manager_tick(Manager *m);
+
+/* Records a structured event: journal (or stderr), the event ring, the hook. */
+void manager_event(Manager *m, const LogEvent *ev, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Applies the log level: --log-level wins over LogLevel=. */
 void manager_apply_log_level(const ManagerArgs *args, const Config *c);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of the bounded ring of recent events. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "event-log.h"
+
+static void test_ring(void **state) {
+        static EventLog l;
+        char msg[32];
+
+        event_log_init(&l);
+        assert_int_equal(event_log_first(&l), 1);
+        assert_null(event_log_get(&l, 1));
+
+        assert_int_equal(event_log_add(&l, 5, 6, "pressure", "/a", NULL, "hello")->seq, 1);
+        assert_string_equal(event_log_get(&l, 1)->message, "hello");
+        assert_string_equal(event_log_get(&l, 1)->unit, "");
+
+        for (int i = 2; i <= EVENT_LOG_SIZE + 10; i++) {
+                snprintf(msg, sizeof(msg), "event %d", i);
+                event_log_add(&l, (uint64_t) i, 6, "x", "/b", "b.service", msg);
+        }
+        /* The oldest ten fell out; sequence numbers are never reused. */
+        assert_int_equal(event_log_first(&l), 11);
+        assert_null(event_log_get(&l, 10));
+        assert_string_equal(event_log_get(&l, 11)->message, "event 11");
+        assert_string_equal(event_log_get(&l, EVENT_LOG_SIZE + 10)->message, "event 522");
+        assert_null(event_log_get(&l, EVENT_LOG_SIZE + 11));
+}
+
+static void test_long_strings_are_cut(void **state) {
+        static EventLog l;
+        char big[1000];
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        event_log_init(&l);
+        const Event *e = event_log_add(&l, 0, 3, big, big, big, big);
+        assert_int_equal(strlen(e->action), sizeof(e->action) - 1);
+        assert_int_equal(strlen(e->message), EVENT_TEXT_MAX - 1);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ring),
+                cmocka_unit_test(test_long_strings_are_cut),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
