@@ -35,7 +35,7 @@ static int cv_interval(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_rescan_interval(const char *v, void *dest) {
+static int cv_duration_range(const char *v, void *dest) {
         uint64_t usec;
         int r = parse_duration(v, &usec);
 
@@ -163,7 +163,7 @@ static const ConfKeyDef daemon_keys[] = {
           "a log level: emerg, alert, crit, err, warning, notice, info or debug" },
         { "Daemon", "CgroupRoot", cv_abs_path, offsetof(DaemonSettings, cgroup_root),
           "an absolute path without spaces" },
-        { "Daemon", "RescanInterval", cv_rescan_interval, offsetof(DaemonSettings, rescan_interval_usec),
+        { "Daemon", "RescanInterval", cv_duration_range, offsetof(DaemonSettings, rescan_interval_usec),
           "a duration between 100ms and 1h (e.g. 5s)" },
         { "Daemon", "PressureWindow", cv_pressure_window, offsetof(DaemonSettings, pressure_window_usec),
           "a duration between 500ms and 10s (e.g. 1s)" },
@@ -172,6 +172,12 @@ static const ConfKeyDef daemon_keys[] = {
           "a percentage of time stalled above 0% (e.g. 10%)" },
         { "WritePoint", "IOPressureLimit", cv_percent_nonzero, offsetof(DaemonSettings, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
+        { "WritePoint", "WriteRateMin", cv_percent_nonzero, offsetof(DaemonSettings, write_rate_min_ppm),
+          "a percentage of the device's capacity above 0% (e.g. 10%)" },
+        { "WritePoint", "CapHoldTime", cv_duration_range, offsetof(DaemonSettings, cap_hold_usec),
+          "a duration between 100ms and 1h (e.g. 10s)" },
+        { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
+          "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
 };
 
 static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", NULL };
@@ -184,8 +190,8 @@ static const ConfKeyDef policy_keys[] = {
           EXPECT_SIZE " or a percentage of the memory limit (e.g. 10%)" },
         { "Policy", "DirtyLimit", cv_size_or_percent, offsetof(Policy, dirty_limit),
           EXPECT_SIZE " or a percentage of the memory limit (e.g. 20%)" },
-        { "Policy", "WriteThrottle", cv_size_or_max, offsetof(Policy, write_throttle),
-          "bytes per second with an optional K, M, G or T suffix, or max" },
+        { "Policy", "WriteRateMin", cv_size_or_percent, offsetof(Policy, write_rate_min),
+          "bytes per second with an optional K, M, G or T suffix, or a percentage of the device (e.g. 10%)" },
         { "Policy", "MetadataCacheMax", cv_size_or_max, offsetof(Policy, metadata_cache_max),
           EXPECT_SIZE ", or max" },
         { "Policy", "PressureTarget", cv_percent, offsetof(Policy, pressure_target_ppm),
@@ -560,6 +566,9 @@ static void config_defaults(DaemonSettings *d) {
                 .pressure_window_usec = PRESSURE_WINDOW_DEFAULT_USEC,
                 .system_pressure_threshold_ppm = SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM,
                 .io_pressure_limit_ppm = IO_PRESSURE_LIMIT_DEFAULT_PPM,
+                .write_rate_min_ppm = 100000,
+                .cap_hold_usec = 10 * USEC_PER_SEC,
+                .global_dirty_guard_ppm = 800000,
                 .log_level = LOG_INFO,
         };
 }

@@ -39,6 +39,9 @@ typedef struct DaemonSettings {
         char *cgroup_root;      /* NULL: find the cgroup2 mount */
         /* [WritePoint] */
         uint32_t io_pressure_limit_ppm;         /* default of a policy's IOPressureLimit= */
+        uint32_t write_rate_min_ppm;            /* default floor of a cap, share of the device */
+        uint64_t cap_hold_usec;
+        uint32_t global_dirty_guard_ppm;
 } DaemonSettings;
 
 typedef struct Config {

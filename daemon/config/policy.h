@@ -46,7 +46,7 @@ typedef struct Policy {
         /* Write point: budgets on file_dirty + file_writeback. */
         SizeOrPercent dirty_background;
         SizeOrPercent dirty_limit;
-        uint64_t write_throttle;        /* bytes/s, UINT64_MAX: none */
+        SizeOrPercent write_rate_min;   /* floor of a write cap: bytes/s or share of the device */
 
         /* Allocation point. */
         uint64_t metadata_cache_max;    /* UINT64_MAX: none */

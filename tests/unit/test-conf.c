@@ -106,7 +106,7 @@ static void test_good_files(void **state) {
         put("etc/mdreclaim/policies.d/web.conf",
             "[Policy]\nMatch=nginx.service *.web.slice\nMatch=/system.slice/php.service\n"
             "Mode=enforce\nPriority=80\nProtect=yes\nDirtyBackground=10%\nDirtyLimit=20%\n"
-            "WriteThrottle=50M\nMetadataCacheMax=512M\nPressureTarget=0.1%\nReclaimStepMax=8M\n"
+            "WriteRateMin=5%\nMetadataCacheMax=512M\nPressureTarget=0.1%\nReclaimStepMax=8M\n"
             "CacheFloor=1G\n");
         put("usr/lib/mdreclaim/policies.d/batch.conf", "[Policy]\nMatch=batch.slice\n");
         c = load_ok();
@@ -125,7 +125,8 @@ static void test_good_files(void **state) {
         assert_true(p->dirty_background.is_percent);
         assert_int_equal(p->dirty_background.ppm, 100000);
         assert_int_equal(p->dirty_limit.ppm, 200000);
-        assert_int_equal(p->write_throttle, UINT64_C(50) << 20);
+        assert_true(p->write_rate_min.set && p->write_rate_min.is_percent);
+        assert_int_equal(p->write_rate_min.ppm, 50000);
         assert_int_equal(p->metadata_cache_max, UINT64_C(512) << 20);
         assert_int_equal(p->pressure_target_ppm, 1000);
         assert_int_equal(p->reclaim_step_max, UINT64_C(8) << 20);
