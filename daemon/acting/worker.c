@@ -197,9 +197,10 @@ static void *worker_main(void *arg) {
         struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = WORKER_SIGNAL };
         sigset_t ss;
 
-        sigemptyset(&ss);
-        sigaddset(&ss, WORKER_SIGNAL);
-        pthread_sigmask(SIG_UNBLOCK, &ss, NULL);
+        /* Every process signal is the loop's (signalfd); this thread takes only its own. */
+        sigfillset(&ss);
+        sigdelset(&ss, WORKER_SIGNAL);
+        pthread_sigmask(SIG_SETMASK, &ss, NULL);
         sev._sigev_un._tid = (pid_t) syscall(SYS_gettid);
         w->have_timer = timer_create(CLOCK_MONOTONIC, &sev, &w->timer) == 0;
 
@@ -259,7 +260,7 @@ static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 int worker_new(sd_event *event, WorkerDone done, void *userdata, Worker **ret) {
         Worker *w = calloc(1, sizeof(Worker));
         struct sigaction sa = { .sa_handler = on_worker_signal };  /* no SA_RESTART */
-        sigset_t ss;
+        sigset_t ss, old;
         int r;
 
         if (!w)
@@ -282,11 +283,15 @@ int worker_new(sd_event *event, WorkerDone done, void *userdata, Worker **ret) {
         }
         (void) sd_event_source_set_description(w->source, "worker-done");
         sigaction(WORKER_SIGNAL, &sa, NULL);
-        /* The loop's thread never takes the worker's signal. */
+        /* The loop's thread never takes the worker's signal; the thread starts
+         * with everything blocked and then opens up to its own signal alone. */
         sigemptyset(&ss);
         sigaddset(&ss, WORKER_SIGNAL);
         pthread_sigmask(SIG_BLOCK, &ss, NULL);
+        sigfillset(&ss);
+        pthread_sigmask(SIG_BLOCK, &ss, &old);
         r = -pthread_create(&w->thread, NULL, worker_main, w);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (r < 0) {
                 worker_free(w);
                 return r;

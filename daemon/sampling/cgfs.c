@@ -113,7 +113,8 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
 
         if (strchr(file, '/'))
                 return -EINVAL;
-        fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_TRUNC is what a shell's ">" does to these files too; kernfs ignores it. */
+        fd = openat(dirfd, file, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
         n = write(fd, data, len);
