@@ -56,7 +56,7 @@ static bool write_in_flight(Manager *m, const ThrottleEntry *t) {
         return false;
 }
 
-static int submit(Manager *m, CgEntry *e, Job *job, JobKind kind, ThrottleKind throttle, uint32_t major,
+int manager_submit_job(Manager *m, CgEntry *e, Job *job, JobKind kind, ThrottleKind throttle, uint32_t major,
                   uint32_t minor, uint64_t value) {
         int r;
 
@@ -92,7 +92,7 @@ static int throttle_apply(Manager *m, CgEntry *e, ThrottleEntry *t) {
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
         snprintf(job.data, sizeof(job.data), "%s", buf);
-        return submit(m, e, &job, JOB_WRITE, t->kind, 0, 0, v);
+        return manager_submit_job(m, e, &job, JOB_WRITE, t->kind, 0, 0, v);
 }
 
 static void ledger_persist(Manager *m) {
@@ -112,7 +112,7 @@ static void io_missing(Manager *m, const CgEntry *e) {
 }
 
 /* A point asks for a throttle value; recorded in the ledger before it is written. */
-static int throttle_request(Manager *m, CgEntry *e, ThrottleKind kind, uint32_t major, uint32_t minor,
+int manager_throttle_request(Manager *m, CgEntry *e, ThrottleKind kind, uint32_t major, uint32_t minor,
                             ThrottlePoint point, uint64_t value, const char *reason) {
         ThrottleEntry *t = ledger_find(&m->ledger, e->cg->path, kind, major, minor);
         uint64_t current, before;
@@ -139,14 +139,15 @@ static int throttle_request(Manager *m, CgEntry *e, ThrottleKind kind, uint32_t 
                 ledger_persist(m);
                 return r;
         }
-        throttle_event(m, LOG_NOTICE, kind == THROTTLE_IO_WBPS ? "cap-writes" : "set-memory-high", e, t, before,
+        throttle_event(m, LOG_NOTICE, kind == THROTTLE_IO_WBPS ? "cap-writes" :
+                       point == POINT_WRITE ? "dirty-budget" : "throttle-allocations", e, t, before,
                        throttle_effective(t), reason, false);
         if (kind == THROTTLE_IO_WBPS)
                 ledger_persist(m);
         return 0;
 }
 
-static int throttle_withdraw(Manager *m, CgEntry *e, uint64_t cgroup_id, ThrottleKind kind, uint32_t major,
+int manager_throttle_withdraw(Manager *m, CgEntry *e, uint64_t cgroup_id, ThrottleKind kind, uint32_t major,
                              uint32_t minor, ThrottlePoint point, const char *reason) {
         ThrottleEntry *t = NULL;
         uint64_t before;
@@ -231,16 +232,16 @@ static int execute(Manager *m, const WpAction *a) {
         case WP_SET_CAP:
                 if (!e)
                         return -ENODEV;
-                return throttle_request(m, e, THROTTLE_IO_WBPS, a->major, a->minor, POINT_WRITE, a->value, a->reason);
+                return manager_throttle_request(m, e, THROTTLE_IO_WBPS, a->major, a->minor, POINT_WRITE, a->value, a->reason);
         case WP_LIFT_CAP:
-                return throttle_withdraw(m, e, a->cgroup_id, THROTTLE_IO_WBPS, a->major, a->minor, POINT_WRITE,
+                return manager_throttle_withdraw(m, e, a->cgroup_id, THROTTLE_IO_WBPS, a->major, a->minor, POINT_WRITE,
                                          a->reason);
         case WP_SET_BUDGET:
                 if (!e)
                         return -ENODEV;
-                return throttle_request(m, e, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, a->value, a->reason);
+                return manager_throttle_request(m, e, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, a->value, a->reason);
         case WP_LIFT_BUDGET:
-                return throttle_withdraw(m, e, a->cgroup_id, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, a->reason);
+                return manager_throttle_withdraw(m, e, a->cgroup_id, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, a->reason);
         case WP_WRITEBACK:
                 return e ? manager_writeback(m, e, a->reason) : -ENODEV;
         }
@@ -287,7 +288,7 @@ void manager_write_point(Manager *m, uint64_t now) {
 
 int manager_writeback(Manager *m, CgEntry *e, const char *reason) {
         Job job = { .budget_usec = 10 * USEC_PER_SEC };
-        int r = submit(m, e, &job, JOB_WRITEBACK, 0, 0, 0, 0);
+        int r = manager_submit_job(m, e, &job, JOB_WRITEBACK, 0, 0, 0, 0);
 
         if (r >= 0)
                 log_debug("%s: writeback queued (%s)", e->cg->path, reason);
@@ -405,6 +406,10 @@ void manager_job_done(const Job *job, void *userdata) {
         if (!p.cookie)
                 return;
         e = entry_by_id(m, p.cgroup_id);
+        if (p.kind == JOB_RECLAIM) {
+                manager_reclaim_done(m, job, p.cgroup_id);
+                return;
+        }
         if (p.kind == JOB_WRITEBACK) {
                 char f_files[48], f_dur[48];
                 const char *fields[] = { f_files, f_dur, NULL };

@@ -219,6 +219,8 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
                 (void) observer_sample_entry(m->observer, e, now);
         if (t->resource == PSI_RESOURCE_IO && e && e->policy && e->policy->protect)
                 manager_write_point(m, now);
+        else if (t->resource == PSI_RESOURCE_MEMORY)
+                manager_alloc_point(m, now);
         snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
         snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
         manager_event(m, &(LogEvent) {
@@ -276,6 +278,7 @@ int manager_tick(Manager *m) {
         m->ticks++;
         manager_throttles_verify(m);
         manager_write_point(m, now);
+        manager_alloc_point(m, now);
         return 0;
 }
 
@@ -362,6 +365,17 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* The daemon's own cgroup ("0::/path" in /proc/self/cgroup): never reclaimed. */
+static void manager_read_own_cgroup(Manager *m) {
+        char buf[512], *p;
+        int fd = -1;
+
+        if (kept_read(m->observer->host->proc_fd, "self/cgroup", &fd, buf, sizeof(buf), NULL) >= 0 &&
+            (p = strstr(buf, "0::")))
+                m->own_cgroup = strndup(p + 3, strcspn(p + 3, "\n"));
+        closep(&fd);
+}
+
 static int add_timer(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t cb, const char *name) {
         int r = sd_event_add_time_relative(m->event, s, CLOCK_MONOTONIC, usec, 0, cb, m);
 
@@ -383,6 +397,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         m->args = *args;
         m->config = config;
         m->dirty_ratio_pct = 20;
+        m->swappiness_arg = -1;
         event_log_init(&m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
@@ -400,6 +415,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         if (r < 0)
                 return log_error_errno(r, "Cannot start the worker thread: %m");
         worker_set_proc_root(m->worker, args->proc_root ?: "/proc");
+        manager_read_own_cgroup(m);
         for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
                 r = sd_event_add_signal(m->event, &m->signal_sources[i], signals[i] | SD_EVENT_SIGNAL_PROCMASK,
                                         on_signal, m);
@@ -457,6 +473,7 @@ Manager *manager_free(Manager *m) {
         observer_free(m->observer);
         config_free(m->config);
         free(m->status);
+        free(m->own_cgroup);
         free(m);
         return NULL;
 }

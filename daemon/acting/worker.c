@@ -75,12 +75,30 @@ static void disarm_budget(Worker *w) {
                 (void) timer_settime(w->timer, 0, &its, NULL);
 }
 
+/* memory.reclaim in steps: small writes block briefly, the overshoot of each
+ * stays small, and the job stops when a step frees nothing or time runs out. */
 static void run_reclaim(Job *j) {
-        char buf[32];
+        uint64_t deadline = mono_usec() + (j->budget_usec ? j->budget_usec : 10 * USEC_PER_SEC);
+        uint64_t step = j->step ? j->step : j->bytes, done = 0, last;
+        char buf[64];
 
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
-        snprintf(buf, sizeof(buf), "%llu", (unsigned long long) j->bytes);
-        j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
+        last = j->before;
+        while (done < j->bytes && mono_usec() < deadline) {
+                uint64_t ask = MIN(step, j->bytes - done), now_current = last;
+
+                snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
+                j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
+                (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);
+                done += ask;
+                /* EAGAIN: it got less than asked (frees can be deferred: measure, do not trust). */
+                if (j->result < 0 && j->result != -EAGAIN)
+                        break;
+                if (now_current >= last)
+                        break;
+                last = now_current;
+        }
+        j->interrupted |= done < j->bytes && mono_usec() >= deadline;
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->after);
 }
 

@@ -28,6 +28,8 @@ typedef struct Job {
         char file[32];
         char data[96];
         uint64_t bytes;
+        uint64_t step;          /* JOB_RECLAIM: at most this much per write (0: all at once) */
+        bool swappiness0;       /* JOB_RECLAIM: add " swappiness=0" (cache only) */
         uint64_t budget_usec;
         char path[256];         /* for messages */
 

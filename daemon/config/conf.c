@@ -176,6 +176,10 @@ static const ConfKeyDef daemon_keys[] = {
           "a percentage of the device's capacity above 0% (e.g. 10%)" },
         { "WritePoint", "CapHoldTime", cv_duration_range, offsetof(DaemonSettings, cap_hold_usec),
           "a duration between 100ms and 1h (e.g. 10s)" },
+        { "AllocationPoint", "MemAvailableMin", cv_percent_nonzero, offsetof(DaemonSettings, mem_available_min_ppm),
+          "a percentage of host memory above 0% (e.g. 5%)" },
+        { "AllocationPoint", "ThrottleHoldTime", cv_duration_range, offsetof(DaemonSettings, throttle_hold_usec),
+          "a duration between 100ms and 1h (e.g. 10s)" },
         { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
           "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
 };
@@ -199,6 +203,7 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "ReclaimStepMax", cv_size_nonzero, offsetof(Policy, reclaim_step_max),
           "a size greater than zero (e.g. 16M)" },
         { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE },
+        { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
 };
@@ -569,6 +574,8 @@ static void config_defaults(DaemonSettings *d) {
                 .write_rate_min_ppm = 100000,
                 .cap_hold_usec = 10 * USEC_PER_SEC,
                 .global_dirty_guard_ppm = 800000,
+                .mem_available_min_ppm = 50000,
+                .throttle_hold_usec = 10 * USEC_PER_SEC,
                 .log_level = LOG_INFO,
         };
 }

@@ -57,6 +57,9 @@ typedef struct Policy {
         /* For a protected cgroup: io stall tolerated before writers beside it
          * are capped. 0: the daemon's [WritePoint] IOPressureLimit=. */
         uint32_t io_pressure_limit_ppm;
+
+        /* Slow the cgroup's allocations (memory.high) when its growth drives host pressure. */
+        bool allocation_throttle;
 } Policy;
 
 /* A policy with every key at its default. */
