@@ -115,9 +115,9 @@ void manager_reclaim_done(Manager *m, const Job *job, uint64_t cgroup_id) {
                 /* Probed, not guessed from the version: this kernel has no swappiness= argument. */
                 log_info("memory.reclaim here takes a size only (swappiness= gives EINVAL)");
                 m->swappiness_arg = 0;
-                alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, 0, 0, 0);
-                if (e)
-                        (void) manager_reclaim(m, e, job->bytes, true, job->data);
+                /* Asked again without it; the point's request stays in flight meanwhile. */
+                if (!e || manager_reclaim(m, e, job->bytes, true, job->data) < 0)
+                        alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, 0, 0, 0);
                 return;
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
