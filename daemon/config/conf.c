@@ -23,40 +23,26 @@ const char *const config_dirs[3] = {
 
 typedef int (*ConfValueParser)(const char *value, void *dest);
 
-static int cv_interval(const char *v, void *dest) {
+static int duration_between(const char *v, void *dest, uint64_t min, uint64_t max) {
         uint64_t usec;
         int r = parse_duration(v, &usec);
 
         if (r < 0)
                 return r;
-        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
+        if (usec < min || usec > max)
                 return -ERANGE;
         *(uint64_t *) dest = usec;
         return 0;
 }
 
+/* Interval=, RescanInterval=, hold times: 100ms to 1h. */
 static int cv_duration_range(const char *v, void *dest) {
-        uint64_t usec;
-        int r = parse_duration(v, &usec);
-
-        if (r < 0)
-                return r;
-        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
-                return -ERANGE;
-        *(uint64_t *) dest = usec;
-        return 0;
+        return duration_between(v, dest, INTERVAL_MIN_USEC, INTERVAL_MAX_USEC);
 }
 
+/* What the kernel accepts as a PSI trigger window. */
 static int cv_pressure_window(const char *v, void *dest) {
-        uint64_t usec;
-        int r = parse_duration(v, &usec);
-
-        if (r < 0)
-                return r;
-        if (usec < 500 * USEC_PER_MSEC || usec > 10 * USEC_PER_SEC)
-                return -ERANGE;
-        *(uint64_t *) dest = usec;
-        return 0;
+        return duration_between(v, dest, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 }
 
 static int cv_percent_nonzero(const char *v, void *dest) {
@@ -157,7 +143,7 @@ typedef struct ConfKeyDef {
 #define EXPECT_SIZE "a size in bytes with an optional K, M, G or T suffix (e.g. 64M)"
 
 static const ConfKeyDef daemon_keys[] = {
-        { "Daemon", "Interval", cv_interval, offsetof(DaemonSettings, interval_usec),
+        { "Daemon", "Interval", cv_duration_range, offsetof(DaemonSettings, interval_usec),
           "a duration between 100ms and 1h (e.g. 1s, 500ms)" },
         { "Daemon", "LogLevel", cv_log_level, offsetof(DaemonSettings, log_level),
           "a log level: emerg, alert, crit, err, warning, notice, info or debug" },

@@ -2,6 +2,7 @@
 #include "cgparse.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "util.h"
@@ -53,8 +54,12 @@ static int find_key(const char *const *keys, size_t n_keys, size_t *hint, const 
         return -1;
 }
 
-int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
-                        uint64_t *values, uint64_t *ret_found) {
+/*
+ * One pass over "KEY<sep>VALUE" lines. With kb_suffix, spaces may follow the
+ * separator and a " kB" suffix multiplies the value by 1024 (/proc/meminfo).
+ */
+static int parse_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys, uint64_t *values,
+                       uint64_t *ret_found, char sep, bool kb_suffix) {
         const char *p = buf, *end = buf + len;
         uint64_t found = 0;
         size_t hint = 0;
@@ -62,52 +67,23 @@ int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, si
         if (n_keys > 64)
                 return -EINVAL;
         while (p < end) {
-                const char *eol = line_end(p, end), *sp = memchr(p, ' ', (size_t) (eol - p)), *v;
-                uint64_t val;
-                int i;
-
-                if (!sp || sp == p)
-                        return -EBADMSG;
-                v = scan_u64(sp + 1, eol, &val);
-                if (!v || v != eol)
-                        return -EBADMSG;
-                i = find_key(keys, n_keys, &hint, p, (size_t) (sp - p));
-                if (i >= 0) {
-                        values[i] = val;
-                        found |= UINT64_C(1) << i;
-                }
-                p = eol + 1;
-        }
-        if (ret_found)
-                *ret_found = found;
-        return 0;
-}
-
-int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
-                     uint64_t *values, uint64_t *ret_found) {
-        const char *p = buf, *end = buf + len;
-        uint64_t found = 0;
-        size_t hint = 0;
-
-        if (n_keys > 64)
-                return -EINVAL;
-        while (p < end) {
-                const char *eol = line_end(p, end), *colon = memchr(p, ':', (size_t) (eol - p)), *v;
+                const char *eol = line_end(p, end), *k_end = memchr(p, sep, (size_t) (eol - p)), *v;
                 uint64_t val, mult = 1;
                 int i;
 
-                if (!colon || colon == p)
+                if (!k_end || k_end == p)
                         return -EBADMSG;
-                for (v = colon + 1; v < eol && *v == ' '; v++)
-                        ;
+                v = k_end + 1;
+                while (kb_suffix && v < eol && *v == ' ')
+                        v++;
                 v = scan_u64(v, eol, &val);
                 if (!v)
                         return -EBADMSG;
-                if (eol - v == 3 && memcmp(v, " kB", 3) == 0)
+                if (kb_suffix && eol - v == 3 && memcmp(v, " kB", 3) == 0)
                         mult = 1024;
                 else if (v != eol)
                         return -EBADMSG;
-                i = find_key(keys, n_keys, &hint, p, (size_t) (colon - p));
+                i = find_key(keys, n_keys, &hint, p, (size_t) (k_end - p));
                 if (i >= 0) {
                         if (val > UINT64_MAX / mult)
                                 return -EBADMSG;
@@ -119,6 +95,16 @@ int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_
         if (ret_found)
                 *ret_found = found;
         return 0;
+}
+
+int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                        uint64_t *values, uint64_t *ret_found) {
+        return parse_keyed(buf, len, keys, n_keys, values, ret_found, ' ', false);
+}
+
+int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                     uint64_t *values, uint64_t *ret_found) {
+        return parse_keyed(buf, len, keys, n_keys, values, ret_found, ':', true);
 }
 
 /* "avg10=1.23" → 123 */
