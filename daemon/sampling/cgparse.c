@@ -108,6 +108,11 @@ int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_
 }
 
 /* "avg10=1.23" → 123 */
+/* Consumes the character c at p, never reading at or past end. */
+static const char *expect(const char *p, const char *end, char c) {
+        return p && p < end && *p == c ? p + 1 : NULL;
+}
+
 static const char *scan_avg(const char *p, const char *end, const char *name, uint32_t *ret) {
         size_t nl = strlen(name);
         uint64_t whole, frac;
@@ -119,7 +124,7 @@ static const char *scan_avg(const char *p, const char *end, const char *name, ui
         if (!q || q + 3 > end || *q != '.' || !(q[1] >= '0' && q[1] <= '9') || !(q[2] >= '0' && q[2] <= '9'))
                 return NULL;
         frac = (uint64_t) (q[1] - '0') * 10 + (uint64_t) (q[2] - '0');
-        if (whole > 100)
+        if (whole > 100 || (whole == 100 && frac > 0))
                 return NULL;
         *ret = (uint32_t) (whole * 100 + frac);
         return q + 3;
@@ -128,9 +133,9 @@ static const char *scan_avg(const char *p, const char *end, const char *name, ui
 static int parse_psi_line(const char *p, const char *end, PsiLine *ret) {
         PsiLine l;
 
-        if (!(p = scan_avg(p, end, "avg10", &l.avg10)) || *p++ != ' ' ||
-            !(p = scan_avg(p, end, "avg60", &l.avg60)) || *p++ != ' ' ||
-            !(p = scan_avg(p, end, "avg300", &l.avg300)) || *p++ != ' ')
+        if (!(p = expect(scan_avg(p, end, "avg10", &l.avg10), end, ' ')) ||
+            !(p = expect(scan_avg(p, end, "avg60", &l.avg60), end, ' ')) ||
+            !(p = expect(scan_avg(p, end, "avg300", &l.avg300), end, ' ')))
                 return -EBADMSG;
         if ((size_t) (end - p) < 6 || memcmp(p, "total=", 6) != 0)
                 return -EBADMSG;
@@ -174,7 +179,7 @@ static int parse_io_stat_line(const char *p, const char *end, IoStatDev *d) {
         uint64_t maj, min;
 
         *d = (IoStatDev) {};
-        if (!(p = scan_u64(p, end, &maj)) || *p++ != ':' || !(p = scan_u64(p, end, &min)) ||
+        if (!(p = expect(scan_u64(p, end, &maj), end, ':')) || !(p = scan_u64(p, end, &min)) ||
             maj > UINT32_MAX || min > UINT32_MAX)
                 return -EBADMSG;
         d->major = (uint32_t) maj;

@@ -67,7 +67,8 @@ int metadata_parse_jbd2_logged(const char *buf, uint64_t *ret_blocks) {
                 return -EBADMSG;
         for (start = p; start > buf && start[-1] >= '0' && start[-1] <= '9'; start--)
                 ;
-        if (start == p)
+        /* 18 digits cannot overflow 64 bits. */
+        if (start == p || p - start > 18)
                 return -EBADMSG;
         for (; start < p; start++)
                 v = v * 10 + (uint64_t) (*start - '0');
