@@ -184,7 +184,6 @@ void manager_alloc_point(Manager *m, uint64_t now) {
                         continue;
                 alloc_point_forget(&m->alloc_point, &plan.actions[i]);
                 if (r != -ENODEV && r != -EBUSY)
-                        log_warning_errno(r, "%s: %s failed: %m", plan.actions[i].path,
-                                          ap_action_to_string(plan.actions[i].kind));
+                        manager_action_failed(m, r, plan.actions[i].path, ap_action_to_string(plan.actions[i].kind));
         }
 }

@@ -118,6 +118,11 @@ int manager_throttle_request(Manager *m, CgEntry *e, ThrottleKind kind, uint32_t
         uint64_t current, before;
         int r;
 
+        /* The kernel keeps memory.high in pages: a value it would round is
+         * rounded here, or the next check would take it for someone else's. */
+        if (kind == THROTTLE_MEMORY_HIGH && value != THROTTLE_NONE)
+                value = value / m->observer->page_size * m->observer->page_size;
+
         if (!t) {
                 r = throttle_read(e->cg, kind, major, minor, &current);
                 if (r < 0)
@@ -281,8 +286,7 @@ void manager_write_point(Manager *m, uint64_t now) {
                         if (e)
                                 io_missing(m, e);
                 } else if (r != -ENODEV && r != -EBUSY)
-                        log_warning_errno(r, "%s: %s failed: %m", a->path ? a->path : "(gone)",
-                                          wp_action_to_string(a->kind));
+                        manager_action_failed(m, r, a->path, wp_action_to_string(a->kind));
         }
 }
 

@@ -46,6 +46,17 @@ void manager_event(Manager *m, const LogEvent *ev, const char *format, ...) {
                 m->event_hook(m, e, m->event_hook_userdata);
 }
 
+void manager_action_failed(Manager *m, int error, const char *path, const char *action) {
+        unsigned suppressed;
+
+        if (!ratelimit_below(&m->action_failures, now_usec(m), &suppressed))
+                return;
+        if (suppressed)
+                log_warning("(%u more failed actions were not logged)", suppressed);
+        log_warning_errno(error, "%s: %s failed: %m%s", path ? path : "(gone)", action,
+                          error == -EACCES ? " (a subtree delegated to another user is left alone)" : "");
+}
+
 static size_t manager_armed_triggers(const Manager *m) {
         size_t n = 0;
 
@@ -398,6 +409,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         m->config = config;
         m->dirty_ratio_pct = 20;
         m->swappiness_arg = -1;
+        m->action_failures = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 10);
         event_log_init(&m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)

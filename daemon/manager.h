@@ -75,6 +75,8 @@ struct Manager {
         bool swap_note_logged;
         uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, read at rescans */
 
+        RateLimit action_failures;      /* warnings about failed actions */
+
         EventLog events;
         ManagerEventHook event_hook;
         void *event_hook_userdata;
@@ -130,6 +132,10 @@ void manager_alloc_point(Manager *m, uint64_t now_usec);
 /* Reclaims `bytes` (UINT64_MAX: all reclaimable) of the cgroup, cache only if asked. */
 int manager_reclaim(Manager *m, CgEntry *e, uint64_t bytes, bool cache_only, const char *reason);
 void manager_reclaim_done(Manager *m, const Job *job, uint64_t cgroup_id);
+
+/* A point's action failed (EACCES in a delegated subtree, a write the kernel
+ * refused): warned about, at most ten times a minute. */
+void manager_action_failed(Manager *m, int error, const char *path, const char *action);
 
 /* Applies the log level: --log-level wins over LogLevel=. */
 void manager_apply_log_level(const ManagerArgs *args, const Config *c);
