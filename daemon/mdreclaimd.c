@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "bus.h"
 #include "conf.h"
 #include "discover.h"
 #include "log.h"
@@ -31,6 +32,7 @@ typedef struct Options {
         const char *cgroup_root;
         const char *proc_root;
         const char *sys_root;
+        const char *control_socket;
         uint64_t sample_window_usec;
         int log_level;
         bool check_config;
@@ -54,6 +56,8 @@ static void help(void) {
                "  --log-level LEVEL   emerg, alert, crit, err, warning, notice, info, debug\n"
                "  --proc-root DIR     read /proc files below DIR (for tests)\n"
                "  --sys-root DIR      read /sys files below DIR (for tests)\n"
+               "  --control-socket P  serve the control API on P (default: ControlSocket=,\n"
+               "                      " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version           print the version\n"
                "  --help              print this help\n"
                "\n"
@@ -63,7 +67,7 @@ static void help(void) {
 static int parse_args(int argc, char **argv, Options *o) {
         enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
                ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP, ARG_PROC_ROOT, ARG_SYS_ROOT,
-               ARG_SAMPLE_WINDOW };
+               ARG_SAMPLE_WINDOW, ARG_CONTROL_SOCKET };
         static const struct option options[] = {
                 { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
@@ -73,6 +77,7 @@ static int parse_args(int argc, char **argv, Options *o) {
                 { "sample-window", required_argument, NULL, ARG_SAMPLE_WINDOW },
                 { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
                 { "sys-root", required_argument, NULL, ARG_SYS_ROOT },
+                { "control-socket", required_argument, NULL, ARG_CONTROL_SOCKET },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, ARG_HELP },
@@ -112,6 +117,14 @@ static int parse_args(int argc, char **argv, Options *o) {
                         break;
                 case ARG_SYS_ROOT:
                         o->sys_root = optarg;
+                        break;
+                case ARG_CONTROL_SOCKET:
+                        if (optarg[0] != '/' || strlen(optarg) >= 108) {
+                                fprintf(stderr, "mdreclaimd: invalid --control-socket '%s': expected an absolute "
+                                        "path shorter than 108 bytes\n", optarg);
+                                return -EINVAL;
+                        }
+                        o->control_socket = optarg;
                         break;
                 case ARG_LOG_LEVEL:
                         o->log_level = log_level_from_string(optarg);
@@ -225,6 +238,7 @@ int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
         _cleanup_free_ char *cgroup_root = NULL;
         Manager *m = NULL;
+        BusServer *bus = NULL;
         ConfDiag diag = {};
         ManagerArgs margs;
         Options o;
@@ -263,7 +277,13 @@ int main(int argc, char **argv) {
         r = manager_new(&margs, TAKE_PTR(config), cgroup_root, &m);
         if (r < 0)
                 return EXIT_FAILURE;
+        r = bus_server_new(m, o.control_socket ?: m->config->daemon.control_socket ?: CONTROL_SOCKET_DEFAULT, &bus);
+        if (r < 0) {
+                manager_free(m);
+                return EXIT_FAILURE;
+        }
         r = manager_run(m);
+        bus_server_free(bus);
         manager_free(m);
         if (r < 0) {
                 log_error_errno(r, "Stopped on an error: %m");
