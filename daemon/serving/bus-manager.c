@@ -567,8 +567,9 @@ static void record_policy_change(Manager *m, const PolicyJob *j, const PolicyReq
                               .action = "policy-change",
                               .fields = fields,
                       },
-                      "Policy '%s' %s by uid %u (pid %d): %s", j->change->name,
-                      j->change->remove ? "removed" : "changed", (unsigned) q->uid, (int) q->pid, q->summary);
+                      "Policy '%s' %s by uid %u (pid %d)%s%s", j->change->name,
+                      j->change->remove ? "removed" : "changed", (unsigned) q->uid, (int) q->pid,
+                      j->change->remove ? "" : ": ", j->change->remove ? "" : q->summary);
 }
 
 static void on_policy_done(PolicyJob *j, void *userdata) {
