@@ -118,7 +118,7 @@ int value_read(sd_bus_message *m, Value *ret) {
                 r = read_items(m, ret);
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
-        return r;
+        return r < 0 ? r : 0;
 }
 
 int value_read_all(sd_bus_message *m, Value *ret) {

@@ -141,7 +141,7 @@ static int fail(char **ret_error, const char *format, ...) {
 }
 
 /* Checks every assignment and key; on error says which and why. */
-static int edit_check(char *const *set, size_t n_set, char *const *unset, size_t n_unset, char **ret_error) {
+static int edit_check(const char *const *set, size_t n_set, const char *const *unset, size_t n_unset, char **ret_error) {
         for (size_t i = 0; i < n_set; i++) {
                 const char *eq = strchr(set[i], '=');
 
@@ -176,7 +176,7 @@ static bool assignment_has_key(const char *a, const char *key, size_t len) {
         return strncmp(a, key, len) == 0 && a[len] == '=';
 }
 
-static bool list_has_key(char *const *list, size_t n, const char *key, size_t len, bool assignments) {
+static bool list_has_key(const char *const *list, size_t n, const char *key, size_t len, bool assignments) {
         for (size_t i = 0; i < n; i++)
                 if (assignments ? assignment_has_key(list[i], key, len)
                                 : (strlen(list[i]) == len && strncmp(list[i], key, len) == 0))
@@ -185,9 +185,9 @@ static bool list_has_key(char *const *list, size_t n, const char *key, size_t le
 }
 
 typedef struct Edit {
-        char *const *set;
+        const char *const *set;
         size_t n_set;
-        char *const *unset;
+        const char *const *unset;
         size_t n_unset;
         bool *emitted;          /* per assignment */
         Lines out;
@@ -285,8 +285,8 @@ static int edit_new_file(Lines *l, const char *name, bool has_match) {
         return lines_push(l, match);
 }
 
-int policy_text_edit(const char *old, const char *name, char *const *set, size_t n_set,
-                     char *const *unset, size_t n_unset, char **ret_text, char **ret_error) {
+int policy_text_edit(const char *old, const char *name, const char *const *set, size_t n_set,
+                     const char *const *unset, size_t n_unset, char **ret_text, char **ret_error) {
         _cleanup_free_ bool *emitted = NULL;
         Lines old_lines = {};
         Edit e = { .set = set, .n_set = n_set, .unset = unset, .n_unset = n_unset };
@@ -593,7 +593,8 @@ static int apply_edit(const PolicyChange *c, Target *t, char **ret_message) {
                 return failf(-ENOENT, ret_message, "no policy '%s'", c->name);
         if (current && (r = read_small(current, &old, ret_message)) < 0)
                 return r;
-        r = policy_text_edit(old, c->name, c->set, c->n_set, c->unset, c->n_unset, &text, ret_message);
+        r = policy_text_edit(old, c->name, (const char *const *) c->set, c->n_set,
+                             (const char *const *) c->unset, c->n_unset, &text, ret_message);
         if (r < 0)
                 return r;
         r = write_candidate(t->dirfd, c->name, text, tmp);

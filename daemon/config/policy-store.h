@@ -32,8 +32,8 @@ bool policy_name_settable(const char *name, const char **ret_why);
  * -EINVAL with *ret_error saying what is malformed (values are not checked
  * here: the loader does that).
  */
-int policy_text_edit(const char *old, const char *name, char *const *set, size_t n_set,
-                     char *const *unset, size_t n_unset, char **ret_text, char **ret_error);
+int policy_text_edit(const char *old, const char *name, const char *const *set, size_t n_set,
+                     const char *const *unset, size_t n_unset, char **ret_text, char **ret_error);
 
 typedef struct PolicyChange {
         char *root;             /* configuration root; "" for the real one */
