@@ -447,19 +447,41 @@ static int verb_top(sd_bus *bus, const Args *a) {
 
 /* ---- acting ---- */
 
+/* Prints the daemon's one-line answer (JSON: {"result": ...}). */
+static int print_result(sd_bus_message *reply, const Args *a) {
+        const char *text = NULL;
+        int r = sd_bus_message_read(reply, "s", &text);
+
+        if (r < 0)
+                return client_fail("cannot read the daemon's reply", r);
+        if (a->json) {
+                fputs("{\"result\":", stdout);
+                json_string(stdout, text);
+                fputs("}\n", stdout);
+        } else
+                printf("%s\n", text);
+        return 0;
+}
+
 static int verb_reclaim(sd_bus *bus, const Args *a) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         char what[300];
+        int r;
 
         snprintf(what, sizeof(what), "cannot reclaim from %s", a->argv[1]);
-        return client_call(bus, what, "Reclaim", NULL, "stb", a->argv[1], a->have_bytes ? a->bytes : UINT64_C(0),
-                           (int) a->cache_only);
+        r = client_call_raw(bus, what, "Reclaim", &reply, "stb", a->argv[1], a->have_bytes ? a->bytes : UINT64_C(0),
+                            (int) a->cache_only);
+        return r < 0 ? r : print_result(reply, a);
 }
 
 static int verb_writeback(sd_bus *bus, const Args *a) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         char what[300];
+        int r;
 
         snprintf(what, sizeof(what), "cannot write back %s", a->argv[1]);
-        return client_call(bus, what, "Writeback", NULL, "sb", a->argv[1], (int) a->wait);
+        r = client_call_raw(bus, what, "Writeback", &reply, "sb", a->argv[1], (int) a->wait);
+        return r < 0 ? r : print_result(reply, a);
 }
 
 static int verb_reload(sd_bus *bus, const Args *a) {

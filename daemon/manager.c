@@ -5,9 +5,12 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <string.h>
 #include <time.h>
 #include <systemd/sd-daemon.h>
 
+#include "cgparse.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 
@@ -210,9 +213,14 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
                 return;
         }
         m->trigger_wakeups++;
-        /* Wake up at once: fresh figures for the cgroup (or host) that stalls. */
+        /* Wake up at once: fresh figures for the cgroup (or host) that stalls,
+         * and the write point decides now, not at the next tick. */
         if (e)
                 (void) observer_sample_entry(m->observer, e, now);
+        if (t->resource == PSI_RESOURCE_IO && e && e->policy && e->policy->protect)
+                manager_write_point(m, now);
+        else if (t->resource == PSI_RESOURCE_MEMORY)
+                manager_alloc_point(m, now);
         snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
         snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
         manager_event(m, &(LogEvent) {
@@ -229,6 +237,19 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
 
 /* ---- ticks, rescans, reload ---- */
 
+/* vm.dirty_ratio: what the kernel's per-cgroup dirty limit is a share of. */
+static void manager_read_dirty_ratio(Manager *m) {
+        char buf[32];
+        int fd = -1;
+        uint64_t v;
+
+        m->dirty_ratio_pct = 20;
+        if (kept_read(m->observer->host->proc_fd, "sys/vm/dirty_ratio", &fd, buf, sizeof(buf), NULL) >= 0 &&
+            cg_parse_u64(buf, strlen(buf), &v) >= 0 && v > 0 && v <= 100)
+                m->dirty_ratio_pct = (uint32_t) v;
+        closep(&fd);
+}
+
 int manager_rescan(Manager *m) {
         size_t with_policy = 0;
         int r;
@@ -236,6 +257,7 @@ int manager_rescan(Manager *m) {
         r = observer_rescan(m->observer);
         if (r < 0)
                 return r;
+        manager_read_dirty_ratio(m);
         for (size_t i = 0; i < m->observer->cgroups.n; i++) {
                 CgEntry *e = &m->observer->cgroups.entries[i];
                 manager_attach_policy(m, e);
@@ -248,11 +270,15 @@ int manager_rescan(Manager *m) {
 }
 
 int manager_tick(Manager *m) {
-        int r = observer_sample(m->observer, now_usec(m));
+        uint64_t now = now_usec(m);
+        int r = observer_sample(m->observer, now);
 
         if (r < 0)
                 return r;
         m->ticks++;
+        manager_throttles_verify(m);
+        manager_write_point(m, now);
+        manager_alloc_point(m, now);
         return 0;
 }
 
@@ -339,6 +365,17 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* The daemon's own cgroup ("0::/path" in /proc/self/cgroup): never reclaimed. */
+static void manager_read_own_cgroup(Manager *m) {
+        char buf[512], *p;
+        int fd = -1;
+
+        if (kept_read(m->observer->host->proc_fd, "self/cgroup", &fd, buf, sizeof(buf), NULL) >= 0 &&
+            (p = strstr(buf, "0::")))
+                m->own_cgroup = strndup(p + 3, strcspn(p + 3, "\n"));
+        closep(&fd);
+}
+
 static int add_timer(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t cb, const char *name) {
         int r = sd_event_add_time_relative(m->event, s, CLOCK_MONOTONIC, usec, 0, cb, m);
 
@@ -359,6 +396,8 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         }
         m->args = *args;
         m->config = config;
+        m->dirty_ratio_pct = 20;
+        m->swappiness_arg = -1;
         event_log_init(&m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
@@ -366,6 +405,17 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         r = sd_event_new(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
+        {
+                _cleanup_free_ char *ledger_file = NULL;
+                if (asprintf(&ledger_file, "%s/throttles", args->state_dir ?: "/run/mdreclaim") < 0)
+                        return -ENOMEM;
+                ledger_init(&m->ledger, ledger_file);
+        }
+        r = worker_new(m->event, manager_job_done, m, &m->worker);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the worker thread: %m");
+        worker_set_proc_root(m->worker, args->proc_root ?: "/proc");
+        manager_read_own_cgroup(m);
         for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
                 r = sd_event_add_signal(m->event, &m->signal_sources[i], signals[i] | SD_EVENT_SIGNAL_PROCMASK,
                                         on_signal, m);
@@ -390,16 +440,21 @@ int manager_run(Manager *m) {
         int r;
 
         r = manager_rescan(m);
-        if (r >= 0)
-                r = manager_tick(m);
         if (r < 0)
                 return log_error_errno(r, "First scan of %s failed: %m", m->observer->root->path);
+        /* Throttles a previous run left behind are restored before anything is decided. */
+        (void) manager_throttles_recover(m);
+        r = manager_tick(m);
+        if (r < 0)
+                return log_error_errno(r, "First sample of %s failed: %m", m->observer->root->path);
         log_info("Watching %zu cgroups under %s, %zu policies, %zu PSI triggers, tick every %" PRIu64 "ms",
                  m->observer->cgroups.n, m->observer->root->path, m->config->n_policies,
                  manager_armed_triggers(m),
                  m->config->daemon.interval_usec / USEC_PER_MSEC);
         (void) sd_notify(false, "READY=1");
-        return sd_event_loop(m->event);
+        r = sd_event_loop(m->event);
+        manager_throttles_restore_all(m);
+        return r;
 }
 
 Manager *manager_free(Manager *m) {
@@ -408,6 +463,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_triggers; i++)
                 psi_trigger_free(m->triggers[i]);
         free(m->triggers);
+        worker_free(m->worker);
+        ledger_clear(&m->ledger);
         sd_event_source_disable_unref(m->tick_source);
         sd_event_source_disable_unref(m->rescan_source);
         for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
@@ -416,6 +473,7 @@ Manager *manager_free(Manager *m) {
         observer_free(m->observer);
         config_free(m->config);
         free(m->status);
+        free(m->own_cgroup);
         free(m);
         return NULL;
 }

@@ -32,6 +32,7 @@ typedef struct Options {
         const char *cgroup_root;
         const char *proc_root;
         const char *sys_root;
+        const char *state_dir;
         const char *control_socket;
         uint64_t sample_window_usec;
         int log_level;
@@ -56,6 +57,7 @@ static void help(void) {
                "  --log-level LEVEL   emerg, alert, crit, err, warning, notice, info, debug\n"
                "  --proc-root DIR     read /proc files below DIR (for tests)\n"
                "  --sys-root DIR      read /sys files below DIR (for tests)\n"
+               "  --state-dir DIR     keep the throttle ledger in DIR (default /run/mdreclaim)\n"
                "  --control-socket P  serve the control API on P (default: ControlSocket=,\n"
                "                      " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version           print the version\n"
@@ -67,7 +69,7 @@ static void help(void) {
 static int parse_args(int argc, char **argv, Options *o) {
         enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
                ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP, ARG_PROC_ROOT, ARG_SYS_ROOT,
-               ARG_SAMPLE_WINDOW, ARG_CONTROL_SOCKET };
+               ARG_SAMPLE_WINDOW, ARG_STATE_DIR, ARG_CONTROL_SOCKET };
         static const struct option options[] = {
                 { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
@@ -77,6 +79,7 @@ static int parse_args(int argc, char **argv, Options *o) {
                 { "sample-window", required_argument, NULL, ARG_SAMPLE_WINDOW },
                 { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
                 { "sys-root", required_argument, NULL, ARG_SYS_ROOT },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "control-socket", required_argument, NULL, ARG_CONTROL_SOCKET },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -85,7 +88,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         };
         int c;
 
-        *o = (Options) { .log_level = -1, .proc_root = "/proc", .sys_root = "/sys",
+        *o = (Options) { .log_level = -1, .proc_root = "/proc", .sys_root = "/sys", .state_dir = "/run/mdreclaim",
                          .sample_window_usec = USEC_PER_SEC };
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
@@ -117,6 +120,9 @@ static int parse_args(int argc, char **argv, Options *o) {
                         break;
                 case ARG_SYS_ROOT:
                         o->sys_root = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        o->state_dir = optarg;
                         break;
                 case ARG_CONTROL_SOCKET:
                         if (optarg[0] != '/' || strlen(optarg) >= 108) {
@@ -265,7 +271,8 @@ int main(int argc, char **argv) {
                 return EXIT_SUCCESS;
         }
         margs = (ManagerArgs) { .config_root = o.config_root, .cgroup_root = o.cgroup_root,
-                                .proc_root = o.proc_root, .sys_root = o.sys_root, .log_level = o.log_level };
+                                .proc_root = o.proc_root, .sys_root = o.sys_root, .state_dir = o.state_dir,
+                                .log_level = o.log_level };
         manager_apply_log_level(&margs, config);
 
         r = resolve_cgroup_root(&o, config, &cgroup_root);

@@ -118,28 +118,59 @@ static bool check_line(ConfParse *p, char *str) {
 }
 
 /* libinih's reader hook: counts lines and catches lines it would cut. */
+/* Why a raw line cannot be read as it stands, or NULL. */
+static const char *raw_line_problem(bool nul, bool stray_cr) {
+        if (nul)
+                return "a NUL byte in the line";
+        if (stray_cr)
+                return "a carriage return in the middle of the line";
+        return NULL;
+}
+
+/*
+ * libinih's reader hook. Reads one whole line byte by byte, so that nothing in
+ * it can go unseen: a NUL, a lone carriage return, more than libinih keeps.
+ * Such a line is reported and handed over as a comment.
+ */
 static char *conf_reader(char *str, int num, void *stream) {
         ConfParse *p = stream;
-        size_t len;
+        size_t len = 0;
+        bool too_long = false, nul = false, stray_cr = false, any = false;
+        const char *problem;
+        int c;
 
-        if (!fgets(str, num, p->f))
+        while ((c = fgetc(p->f)) != EOF) {
+                any = true;
+                if (c == '\n')
+                        break;
+                if (c == '\0')
+                        nul = true;
+                else if (len + 1 < (size_t) num)
+                        str[len++] = (char) c;
+                else
+                        too_long = true;
+        }
+        if (!any)
                 return NULL;
         p->line++;
-        len = strlen(str);
-        if (len == (size_t) num - 1 && str[len - 1] != '\n') {
-                int c = fgetc(p->f);
-                if (c != EOF && c != '\n') {
-                        while (c != EOF && c != '\n')
-                                c = fgetc(p->f);
-                        conf_diag_add(p->diag, p->path, p->line,
-                                      "line longer than %d characters, libinih's limit: "
-                                      "it would be cut short", num - 1);
-                        p->last_flagged_line = p->line;
-                        strcpy(str, ";");
-                        return str;
-                }
+        str[len] = '\0';
+        if (len > 0 && str[len - 1] == '\r')
+                str[--len] = '\0';   /* CRLF line ends are fine */
+        stray_cr = memchr(str, '\r', len) != NULL;
+        /* A UTF-8 byte order mark opening the file is not content. */
+        if (p->line == 1 && len >= 3 && memcmp(str, "\xef\xbb\xbf", 3) == 0)
+                memmove(str, str + 3, len - 2);
+        problem = raw_line_problem(nul, stray_cr);
+        if (problem || too_long) {
+                if (problem)
+                        conf_diag_add(p->diag, p->path, p->line, "%s", problem);
+                else
+                        conf_diag_add(p->diag, p->path, p->line, "line longer than %d characters, libinih's "
+                                      "limit: it would be cut short", num - 1);
+                p->last_flagged_line = p->line;
+                strcpy(str, ";");
+                return str;
         }
-        str[strcspn(str, "\r\n")] = '\0';
         if (check_line(p, str))
                 strcpy(str, ";"); /* reported already: keep libinih away from it */
         return str;

@@ -23,40 +23,26 @@ const char *const config_dirs[3] = {
 
 typedef int (*ConfValueParser)(const char *value, void *dest);
 
-static int cv_interval(const char *v, void *dest) {
+static int duration_between(const char *v, void *dest, uint64_t min, uint64_t max) {
         uint64_t usec;
         int r = parse_duration(v, &usec);
 
         if (r < 0)
                 return r;
-        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
+        if (usec < min || usec > max)
                 return -ERANGE;
         *(uint64_t *) dest = usec;
         return 0;
 }
 
-static int cv_rescan_interval(const char *v, void *dest) {
-        uint64_t usec;
-        int r = parse_duration(v, &usec);
-
-        if (r < 0)
-                return r;
-        if (usec < INTERVAL_MIN_USEC || usec > INTERVAL_MAX_USEC)
-                return -ERANGE;
-        *(uint64_t *) dest = usec;
-        return 0;
+/* Interval=, RescanInterval=, hold times: 100ms to 1h. */
+static int cv_duration_range(const char *v, void *dest) {
+        return duration_between(v, dest, INTERVAL_MIN_USEC, INTERVAL_MAX_USEC);
 }
 
+/* What the kernel accepts as a PSI trigger window. */
 static int cv_pressure_window(const char *v, void *dest) {
-        uint64_t usec;
-        int r = parse_duration(v, &usec);
-
-        if (r < 0)
-                return r;
-        if (usec < 500 * USEC_PER_MSEC || usec > 10 * USEC_PER_SEC)
-                return -ERANGE;
-        *(uint64_t *) dest = usec;
-        return 0;
+        return duration_between(v, dest, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 }
 
 static int cv_percent_nonzero(const char *v, void *dest) {
@@ -179,13 +165,13 @@ typedef struct ConfKeyDef {
 #define EXPECT_SIZE "a size in bytes with an optional K, M, G or T suffix (e.g. 64M)"
 
 static const ConfKeyDef daemon_keys[] = {
-        { "Daemon", "Interval", cv_interval, offsetof(DaemonSettings, interval_usec),
+        { "Daemon", "Interval", cv_duration_range, offsetof(DaemonSettings, interval_usec),
           "a duration between 100ms and 1h (e.g. 1s, 500ms)" },
         { "Daemon", "LogLevel", cv_log_level, offsetof(DaemonSettings, log_level),
           "a log level: emerg, alert, crit, err, warning, notice, info or debug" },
         { "Daemon", "CgroupRoot", cv_abs_path, offsetof(DaemonSettings, cgroup_root),
           "an absolute path without spaces" },
-        { "Daemon", "RescanInterval", cv_rescan_interval, offsetof(DaemonSettings, rescan_interval_usec),
+        { "Daemon", "RescanInterval", cv_duration_range, offsetof(DaemonSettings, rescan_interval_usec),
           "a duration between 100ms and 1h (e.g. 5s)" },
         { "Daemon", "PressureWindow", cv_pressure_window, offsetof(DaemonSettings, pressure_window_usec),
           "a duration between 500ms and 10s (e.g. 1s)" },
@@ -198,6 +184,16 @@ static const ConfKeyDef daemon_keys[] = {
           "a group name or a numeric GID" },
         { "WritePoint", "IOPressureLimit", cv_percent_nonzero, offsetof(DaemonSettings, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
+        { "WritePoint", "WriteRateMin", cv_percent_nonzero, offsetof(DaemonSettings, write_rate_min_ppm),
+          "a percentage of the device's capacity above 0% (e.g. 10%)" },
+        { "WritePoint", "CapHoldTime", cv_duration_range, offsetof(DaemonSettings, cap_hold_usec),
+          "a duration between 100ms and 1h (e.g. 10s)" },
+        { "AllocationPoint", "MemAvailableMin", cv_percent_nonzero, offsetof(DaemonSettings, mem_available_min_ppm),
+          "a percentage of host memory above 0% (e.g. 5%)" },
+        { "AllocationPoint", "ThrottleHoldTime", cv_duration_range, offsetof(DaemonSettings, throttle_hold_usec),
+          "a duration between 100ms and 1h (e.g. 10s)" },
+        { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
+          "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
 };
 
 static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", NULL };
@@ -210,8 +206,8 @@ static const ConfKeyDef policy_keys[] = {
           EXPECT_SIZE " or a percentage of the memory limit (e.g. 10%)" },
         { "Policy", "DirtyLimit", cv_size_or_percent, offsetof(Policy, dirty_limit),
           EXPECT_SIZE " or a percentage of the memory limit (e.g. 20%)" },
-        { "Policy", "WriteThrottle", cv_size_or_max, offsetof(Policy, write_throttle),
-          "bytes per second with an optional K, M, G or T suffix, or max" },
+        { "Policy", "WriteRateMin", cv_size_or_percent, offsetof(Policy, write_rate_min),
+          "bytes per second with an optional K, M, G or T suffix, or a percentage of the device (e.g. 10%)" },
         { "Policy", "MetadataCacheMax", cv_size_or_max, offsetof(Policy, metadata_cache_max),
           EXPECT_SIZE ", or max" },
         { "Policy", "PressureTarget", cv_percent, offsetof(Policy, pressure_target_ppm),
@@ -219,6 +215,7 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "ReclaimStepMax", cv_size_nonzero, offsetof(Policy, reclaim_step_max),
           "a size greater than zero (e.g. 16M)" },
         { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE },
+        { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
 };
@@ -586,6 +583,11 @@ static void config_defaults(DaemonSettings *d) {
                 .pressure_window_usec = PRESSURE_WINDOW_DEFAULT_USEC,
                 .system_pressure_threshold_ppm = SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM,
                 .io_pressure_limit_ppm = IO_PRESSURE_LIMIT_DEFAULT_PPM,
+                .write_rate_min_ppm = 100000,
+                .cap_hold_usec = 10 * USEC_PER_SEC,
+                .global_dirty_guard_ppm = 800000,
+                .mem_available_min_ppm = 50000,
+                .throttle_hold_usec = 10 * USEC_PER_SEC,
                 .log_level = LOG_INFO,
         };
 }

@@ -41,6 +41,12 @@ typedef struct DaemonSettings {
         char *admin_group;      /* group name or GID whose members may mutate; NULL: root only */
         /* [WritePoint] */
         uint32_t io_pressure_limit_ppm;         /* default of a policy's IOPressureLimit= */
+        uint32_t write_rate_min_ppm;            /* default floor of a cap, share of the device */
+        uint64_t cap_hold_usec;
+        uint32_t global_dirty_guard_ppm;
+        /* [AllocationPoint] */
+        uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
+        uint64_t throttle_hold_usec;
 } DaemonSettings;
 
 typedef struct Config {

@@ -67,8 +67,8 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
                 format_size_or_percent(buf, &p->dirty_background);
         else if (streq(key, "DirtyLimit"))
                 format_size_or_percent(buf, &p->dirty_limit);
-        else if (streq(key, "WriteThrottle"))
-                format_size_exact(buf, p->write_throttle);
+        else if (streq(key, "WriteRateMin"))
+                format_size_or_percent(buf, &p->write_rate_min);
         else if (streq(key, "MetadataCacheMax"))
                 format_size_exact(buf, p->metadata_cache_max);
         else if (streq(key, "PressureTarget"))
@@ -77,6 +77,8 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
                 format_size_exact(buf, p->reclaim_step_max);
         else if (streq(key, "CacheFloor"))
                 format_size_exact(buf, p->cache_floor);
+        else if (streq(key, "AllocationThrottle"))
+                snprintf(buf, POLICY_VALUE_MAX, "%s", p->allocation_throttle ? "yes" : "no");
         else if (streq(key, "IOPressureLimit"))
                 format_percent_or_unset(buf, p->io_pressure_limit_ppm);
         else

@@ -46,7 +46,7 @@ typedef struct Policy {
         /* Write point: budgets on file_dirty + file_writeback. */
         SizeOrPercent dirty_background;
         SizeOrPercent dirty_limit;
-        uint64_t write_throttle;        /* bytes/s, UINT64_MAX: none */
+        SizeOrPercent write_rate_min;   /* floor of a write cap: bytes/s or share of the device */
 
         /* Allocation point. */
         uint64_t metadata_cache_max;    /* UINT64_MAX: none */
@@ -57,6 +57,9 @@ typedef struct Policy {
         /* For a protected cgroup: io stall tolerated before writers beside it
          * are capped. 0: the daemon's [WritePoint] IOPressureLimit=. */
         uint32_t io_pressure_limit_ppm;
+
+        /* Slow the cgroup's allocations (memory.high) when its growth drives host pressure. */
+        bool allocation_throttle;
 } Policy;
 
 /* A policy with every key at its default. */

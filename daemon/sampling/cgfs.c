@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cgparse.h"
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
@@ -23,6 +24,7 @@ static const char *const file_names[_CG_FILE_MAX] = {
         [CG_MEMORY_PRESSURE] = "memory.pressure",
         [CG_IO_PRESSURE] = "io.pressure",
         [CG_IO_STAT] = "io.stat",
+        [CG_IO_MAX] = "io.max",
         [CG_CGROUP_CONTROLLERS] = "cgroup.controllers",
 };
 
@@ -104,14 +106,15 @@ int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
         return kept_read(cg->dirfd, file_names[f], &cg->fds[f], buf, size, ret_len);
 }
 
-int cgroup_write(Cgroup *cg, const char *file, const char *data) {
+int cg_dir_write(int dirfd, const char *file, const char *data) {
         _cleanup_close_ int fd = -1;
         size_t len = strlen(data);
         ssize_t n;
 
         if (strchr(file, '/'))
                 return -EINVAL;
-        fd = openat(cg->dirfd, file, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_TRUNC is what a shell's ">" does to these files too; kernfs ignores it. */
+        fd = openat(dirfd, file, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
         n = write(fd, data, len);
@@ -120,6 +123,24 @@ int cgroup_write(Cgroup *cg, const char *file, const char *data) {
         if ((size_t) n != len)
                 return -EIO;
         return 0;
+}
+
+int cgroup_write(Cgroup *cg, const char *file, const char *data) {
+        return cg_dir_write(cg->dirfd, file, data);
+}
+
+int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret) {
+        char buf[64];
+        size_t len;
+        int fd = -1, r;
+
+        if (strchr(file, '/'))
+                return -EINVAL;
+        r = kept_read(dirfd, file, &fd, buf, sizeof(buf), &len);
+        closep(&fd);
+        if (r < 0)
+                return r;
+        return cg_parse_u64(buf, len, ret);
 }
 
 bool cgroup_gone(const Cgroup *cg) {

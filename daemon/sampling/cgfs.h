@@ -23,6 +23,7 @@ typedef enum CgFile {
         CG_MEMORY_PRESSURE,
         CG_IO_PRESSURE,
         CG_IO_STAT,
+        CG_IO_MAX,
         CG_CGROUP_CONTROLLERS,
         _CG_FILE_MAX,
 } CgFile;
@@ -71,6 +72,13 @@ int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
 /* Writes `data` to the named file in one write() and checks its length.
  * The errno is the kernel's: -EAGAIN from memory.reclaim is an outcome. */
 int cgroup_write(Cgroup *cg, const char *file, const char *data);
+
+/* Writes `data` to `file` below a cgroup directory fd in one write() and
+ * checks its length; for workers that hold a duplicate of a cgroup's fd. */
+int cg_dir_write(int dirfd, const char *file, const char *data);
+
+/* Reads a single-value file ("123" or "max") below a cgroup directory fd. */
+int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret);
 
 /* Whether the cgroup was removed since it was opened. (One recreated under
  * the same path is another cgroup, with another id.) */

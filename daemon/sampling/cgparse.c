@@ -2,6 +2,7 @@
 #include "cgparse.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "util.h"
@@ -53,8 +54,12 @@ static int find_key(const char *const *keys, size_t n_keys, size_t *hint, const 
         return -1;
 }
 
-int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
-                        uint64_t *values, uint64_t *ret_found) {
+/*
+ * One pass over "KEY<sep>VALUE" lines. With kb_suffix, spaces may follow the
+ * separator and a " kB" suffix multiplies the value by 1024 (/proc/meminfo).
+ */
+static int parse_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys, uint64_t *values,
+                       uint64_t *ret_found, char sep, bool kb_suffix) {
         const char *p = buf, *end = buf + len;
         uint64_t found = 0;
         size_t hint = 0;
@@ -62,52 +67,23 @@ int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, si
         if (n_keys > 64)
                 return -EINVAL;
         while (p < end) {
-                const char *eol = line_end(p, end), *sp = memchr(p, ' ', (size_t) (eol - p)), *v;
-                uint64_t val;
-                int i;
-
-                if (!sp || sp == p)
-                        return -EBADMSG;
-                v = scan_u64(sp + 1, eol, &val);
-                if (!v || v != eol)
-                        return -EBADMSG;
-                i = find_key(keys, n_keys, &hint, p, (size_t) (sp - p));
-                if (i >= 0) {
-                        values[i] = val;
-                        found |= UINT64_C(1) << i;
-                }
-                p = eol + 1;
-        }
-        if (ret_found)
-                *ret_found = found;
-        return 0;
-}
-
-int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
-                     uint64_t *values, uint64_t *ret_found) {
-        const char *p = buf, *end = buf + len;
-        uint64_t found = 0;
-        size_t hint = 0;
-
-        if (n_keys > 64)
-                return -EINVAL;
-        while (p < end) {
-                const char *eol = line_end(p, end), *colon = memchr(p, ':', (size_t) (eol - p)), *v;
+                const char *eol = line_end(p, end), *k_end = memchr(p, sep, (size_t) (eol - p)), *v;
                 uint64_t val, mult = 1;
                 int i;
 
-                if (!colon || colon == p)
+                if (!k_end || k_end == p)
                         return -EBADMSG;
-                for (v = colon + 1; v < eol && *v == ' '; v++)
-                        ;
+                v = k_end + 1;
+                while (kb_suffix && v < eol && *v == ' ')
+                        v++;
                 v = scan_u64(v, eol, &val);
                 if (!v)
                         return -EBADMSG;
-                if (eol - v == 3 && memcmp(v, " kB", 3) == 0)
+                if (kb_suffix && eol - v == 3 && memcmp(v, " kB", 3) == 0)
                         mult = 1024;
                 else if (v != eol)
                         return -EBADMSG;
-                i = find_key(keys, n_keys, &hint, p, (size_t) (colon - p));
+                i = find_key(keys, n_keys, &hint, p, (size_t) (k_end - p));
                 if (i >= 0) {
                         if (val > UINT64_MAX / mult)
                                 return -EBADMSG;
@@ -121,7 +97,22 @@ int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_
         return 0;
 }
 
+int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                        uint64_t *values, uint64_t *ret_found) {
+        return parse_keyed(buf, len, keys, n_keys, values, ret_found, ' ', false);
+}
+
+int cg_parse_meminfo(const char *buf, size_t len, const char *const *keys, size_t n_keys,
+                     uint64_t *values, uint64_t *ret_found) {
+        return parse_keyed(buf, len, keys, n_keys, values, ret_found, ':', true);
+}
+
 /* "avg10=1.23" → 123 */
+/* Consumes the character c at p, never reading at or past end. */
+static const char *expect(const char *p, const char *end, char c) {
+        return p && p < end && *p == c ? p + 1 : NULL;
+}
+
 static const char *scan_avg(const char *p, const char *end, const char *name, uint32_t *ret) {
         size_t nl = strlen(name);
         uint64_t whole, frac;
@@ -133,7 +124,7 @@ static const char *scan_avg(const char *p, const char *end, const char *name, ui
         if (!q || q + 3 > end || *q != '.' || !(q[1] >= '0' && q[1] <= '9') || !(q[2] >= '0' && q[2] <= '9'))
                 return NULL;
         frac = (uint64_t) (q[1] - '0') * 10 + (uint64_t) (q[2] - '0');
-        if (whole > 100)
+        if (whole > 100 || (whole == 100 && frac > 0))
                 return NULL;
         *ret = (uint32_t) (whole * 100 + frac);
         return q + 3;
@@ -142,9 +133,9 @@ static const char *scan_avg(const char *p, const char *end, const char *name, ui
 static int parse_psi_line(const char *p, const char *end, PsiLine *ret) {
         PsiLine l;
 
-        if (!(p = scan_avg(p, end, "avg10", &l.avg10)) || *p++ != ' ' ||
-            !(p = scan_avg(p, end, "avg60", &l.avg60)) || *p++ != ' ' ||
-            !(p = scan_avg(p, end, "avg300", &l.avg300)) || *p++ != ' ')
+        if (!(p = expect(scan_avg(p, end, "avg10", &l.avg10), end, ' ')) ||
+            !(p = expect(scan_avg(p, end, "avg60", &l.avg60), end, ' ')) ||
+            !(p = expect(scan_avg(p, end, "avg300", &l.avg300), end, ' ')))
                 return -EBADMSG;
         if ((size_t) (end - p) < 6 || memcmp(p, "total=", 6) != 0)
                 return -EBADMSG;
@@ -188,7 +179,7 @@ static int parse_io_stat_line(const char *p, const char *end, IoStatDev *d) {
         uint64_t maj, min;
 
         *d = (IoStatDev) {};
-        if (!(p = scan_u64(p, end, &maj)) || *p++ != ':' || !(p = scan_u64(p, end, &min)) ||
+        if (!(p = expect(scan_u64(p, end, &maj), end, ':')) || !(p = scan_u64(p, end, &min)) ||
             maj > UINT32_MAX || min > UINT32_MAX)
                 return -EBADMSG;
         d->major = (uint32_t) maj;

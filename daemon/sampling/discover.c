@@ -32,6 +32,9 @@ int cg_errno_from_libcgroup(int ecg) {
         }
 }
 
+static void libcgroup_logger(void *userdata, int level, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+
 static void libcgroup_logger(void *userdata, int level, const char *fmt, va_list ap) {
         char buf[512];
         size_t n;

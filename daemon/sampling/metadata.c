@@ -29,8 +29,7 @@ const char *fs_type_to_string(FsType t) {
 static void fs_close(FsMetadata *f) {
         closep(&f->fd_a);
         closep(&f->fd_b);
-        closep(&f->fd_devstat);
-        f->fd_a = f->fd_b = f->fd_devstat = -1;
+        f->fd_a = f->fd_b = -1;
 }
 
 void metadata_view_init(MetadataView *v) {
@@ -68,7 +67,8 @@ int metadata_parse_jbd2_logged(const char *buf, uint64_t *ret_blocks) {
                 return -EBADMSG;
         for (start = p; start > buf && start[-1] >= '0' && start[-1] <= '9'; start--)
                 ;
-        if (start == p)
+        /* 18 digits cannot overflow 64 bits. */
+        if (start == p || p - start > 18)
                 return -EBADMSG;
         for (; start < p; start++)
                 v = v * 10 + (uint64_t) (*start - '0');
@@ -150,7 +150,7 @@ static FsMetadata *view_find(MetadataView *v, FsType t, uint32_t major, uint32_t
 static void discover_line(HostRoot *h, MetadataView *v, char *line) {
         char *sep = strstr(line, " - "), type[32], source[256];
         unsigned maj, min;
-        FsMetadata nf = { .fd_a = -1, .fd_b = -1, .fd_devstat = -1, .block_size = 4096 }, *f;
+        FsMetadata nf = { .fd_a = -1, .fd_b = -1, .block_size = 4096 }, *f;
         int t = -1;
 
         if (!sep || sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 ||
@@ -268,25 +268,7 @@ static void sample_ext4(HostRoot *h, FsMetadata *f) {
         f->have_pending = true;
 }
 
-/* Completed writes on the device: field 7 of /sys/dev/block/M:m/stat, in 512-byte sectors. */
-static void sample_device(HostRoot *h, FsMetadata *f, uint64_t now_usec) {
-        char path[64], buf[512];
-        unsigned long long fields[7];
-
-        snprintf(path, sizeof(path), "dev/block/%" PRIu32 ":%" PRIu32 "/stat", f->major, f->minor);
-        if (read_kept(h->sys_fd, path, &f->fd_devstat, buf, sizeof(buf)) < 0 ||
-            sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu", &fields[0], &fields[1], &fields[2], &fields[3],
-                   &fields[4], &fields[5], &fields[6]) != 7)
-                return;
-        if (f->n_devstat > 0 && now_usec > f->sectors_usec)
-                f->write_rate = rate_per_sec(u64_delta(fields[6], f->sectors_written) * 512,
-                                             now_usec - f->sectors_usec);
-        f->sectors_written = fields[6];
-        f->sectors_usec = now_usec;
-        f->n_devstat = 1;
-}
-
-void metadata_sample(HostRoot *h, MetadataView *v, uint64_t now_usec) {
+void metadata_sample(HostRoot *h, MetadataView *v) {
         for (size_t i = 0; i < v->n; i++) {
                 FsMetadata *f = &v->fs[i];
 
@@ -304,11 +286,11 @@ void metadata_sample(HostRoot *h, MetadataView *v, uint64_t now_usec) {
                 default:
                         break;
                 }
-                sample_device(h, f, now_usec);
         }
 }
 
-bool metadata_attribute(const MetadataView *v, const CgroupSignals *s, uint64_t *ret_bytes) {
+bool metadata_attribute(const MetadataView *v, const DevStatTable *devices, const CgroupSignals *s,
+                        uint64_t *ret_bytes) {
         uint64_t total = 0;
         bool have = false;
 
@@ -317,13 +299,15 @@ bool metadata_attribute(const MetadataView *v, const CgroupSignals *s, uint64_t 
         for (size_t d = 0; d < s->n_devices; d++)
                 for (size_t i = 0; i < v->n; i++) {
                         const FsMetadata *f = &v->fs[i];
-                        uint64_t w = s->devices[d].wbytes_per_sec, share_ppm;
+                        const DevStat *ds;
+                        uint64_t w = s->devices[d].wbytes_per_sec, share_ppm, completed;
 
                         if (f->major != s->devices[d].major || f->minor != s->devices[d].minor ||
                             !f->have_pending || w == 0)
                                 continue;
-                        share_ppm = f->write_rate > 0 ? MIN(w * 1000000 / f->write_rate, UINT64_C(1000000))
-                                                      : 1000000;
+                        ds = devstat_find((DevStatTable *) devices, f->major, f->minor);
+                        completed = ds ? ds->write_rate : 0;
+                        share_ppm = completed > 0 ? MIN(w * 1000000 / completed, UINT64_C(1000000)) : 1000000;
                         total += f->pending_bytes / 1000000 * share_ppm +
                                  f->pending_bytes % 1000000 * share_ppm / 1000000;
                         have = true;

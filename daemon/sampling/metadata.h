@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "devstat.h"
 #include "hostfs.h"
 #include "signals.h"
 
@@ -40,15 +41,10 @@ typedef struct FsMetadata {
         char fsid[40];                  /* btrfs only */
         uint64_t block_size;            /* ext4 only */
         int fd_a, fd_b;                 /* provider files, kept open */
-        int fd_devstat;                 /* /sys/dev/block/M:m/stat */
         bool seen;
 
         bool have_pending;
         uint64_t pending_bytes;         /* the provider's figure (estimate) */
-        uint64_t sectors_written;       /* from the device's stat */
-        uint64_t sectors_usec;
-        uint8_t n_devstat;
-        uint64_t write_rate;            /* bytes/s completed on the device */
 } FsMetadata;
 
 typedef struct MetadataView {
@@ -64,8 +60,8 @@ void metadata_view_clear(MetadataView *v);
  * still mounted keep their open files and history. */
 int metadata_discover(HostRoot *h, MetadataView *v);
 
-/* Rereads every provider and the devices' completed writes (each tick). */
-void metadata_sample(HostRoot *h, MetadataView *v, uint64_t now_usec);
+/* Rereads every provider (each tick). */
+void metadata_sample(HostRoot *h, MetadataView *v);
 
 /*
  * A cgroup's share of dirty metadata: for each device it writes to, the
@@ -73,7 +69,8 @@ void metadata_sample(HostRoot *h, MetadataView *v, uint64_t now_usec);
  * completed writes (capped at 1: io.stat counts at dispatch). Returns false
  * when no figure applies (no writes, no provider).
  */
-bool metadata_attribute(const MetadataView *v, const CgroupSignals *s, uint64_t *ret_bytes);
+bool metadata_attribute(const MetadataView *v, const DevStatTable *devices, const CgroupSignals *s,
+                        uint64_t *ret_bytes);
 
 /* Parsers, exposed for tests. */
 int metadata_parse_xfs_lsn(const char *s, uint64_t *ret_cycle, uint64_t *ret_block);

@@ -31,6 +31,7 @@ Observer *observer_free(Observer *o) {
                 return NULL;
         cgtable_clear(&o->cgroups);
         metadata_view_clear(&o->metadata);
+        devstat_clear(&o->devices);
         cg_root_free(o->root);
         host_root_free(o->host);
         free(o);
@@ -96,13 +97,21 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                 system_signals_derive(&o->system[next], now_usec, &o->system[next], now_usec, o->page_size,
                                       &o->system_signals);
 
-        metadata_sample(o->host, &o->metadata, now_usec);
+        metadata_sample(o->host, &o->metadata);
         for (size_t i = 0; i < o->cgroups.n; i++) {
-                int r = observer_sample_entry(o, &o->cgroups.entries[i], now_usec);
+                CgEntry *e = &o->cgroups.entries[i];
+                int r = observer_sample_entry(o, e, now_usec);
                 if (r == -ENOMEM)
                         return r;
                 gone += r == -ENODEV;
+                /* Every device a cgroup writes to is followed for its completion rate. */
+                for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
+                        (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,
+                                            e->samples[e->cur].io[d].minor);
         }
+        for (size_t i = 0; i < o->metadata.n; i++)
+                (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
+        devstat_sample(o->host, &o->devices, now_usec);
         o->gone_last_pass = gone;
         return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "cgfs.h"
 #include "cgtable.h"
+#include "devstat.h"
 #include "hostfs.h"
 #include "metadata.h"
 #include "sampler.h"
@@ -28,6 +29,7 @@ typedef struct Observer {
         uint8_t system_cur, system_n;
         SystemSignals system_signals;
         MetadataView metadata;
+        DevStatTable devices;
 
         size_t gone_last_pass;          /* cgroups found removed by the last sample pass */
 } Observer;

@@ -43,6 +43,11 @@ void stall_delta(const PsiStats *prev, const PsiStats *cur, uint64_t interval_us
         ret->full_ppm = to_ppm(ret->full_usec, interval_usec);
 }
 
+/* Change from `from` to `to` per second, signed. */
+static int64_t signed_rate(uint64_t from, uint64_t to, uint64_t interval) {
+        return to >= from ? (int64_t) rate_per_sec(to - from, interval) : -(int64_t) rate_per_sec(from - to, interval);
+}
+
 static const IoStatDev *find_dev(const CgroupSample *s, uint32_t major, uint32_t minor) {
         for (size_t i = 0; i < s->n_io; i++)
                 if (s->io[i].major == major && s->io[i].minor == minor)
@@ -96,11 +101,12 @@ void signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSa
         if (ret->have_io_stall)
                 stall_delta(&prev->io_pressure, &cur->io_pressure, interval, &ret->io_stall);
 
+        ret->have_memory_current = (prev->have & cur->have & SAMPLE_MEMORY_CURRENT) != 0;
+        if (ret->have_memory_current)
+                ret->memory_rate = signed_rate(prev->memory_current, cur->memory_current, interval);
         ret->have_memory_stat = (prev->have & cur->have & SAMPLE_MEMORY_STAT) != 0;
         if (ret->have_memory_stat) {
-                int64_t d = (int64_t) sample_dirty_bytes(cur) - (int64_t) sample_dirty_bytes(prev);
-                ret->dirty_rate = d >= 0 ? (int64_t) rate_per_sec((uint64_t) d, interval)
-                                         : -(int64_t) rate_per_sec((uint64_t) -d, interval);
+                ret->dirty_rate = signed_rate(sample_dirty_bytes(prev), sample_dirty_bytes(cur), interval);
                 ret->refault_rate = stat_rate(prev, cur, STAT_WORKINGSET_REFAULT_FILE, interval, page_size);
                 ret->scan_rate = stat_rate(prev, cur, STAT_PGSCAN, interval, page_size);
                 ret->steal_rate = stat_rate(prev, cur, STAT_PGSTEAL, interval, page_size);

@@ -28,6 +28,8 @@ typedef struct CgroupSignals {
         uint64_t interval_usec;
         bool have_memory_stall, have_io_stall;
         StallDelta memory_stall, io_stall;
+        bool have_memory_current;
+        int64_t memory_rate;            /* bytes/s of memory.current */
         bool have_memory_stat;
         int64_t dirty_rate;             /* bytes/s of file_dirty + file_writeback */
         uint64_t refault_rate;          /* bytes/s of file pages refaulted */

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -423,6 +425,23 @@ static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 /* ---- changing ---- */
 
+static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata);
+
+/* A reply of one formatted string. */
+static int reply_text(sd_bus_message *msg, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static int reply_text(sd_bus_message *msg, const char *format, ...) {
+        _cleanup_free_ char *text = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&text, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
 /* What a policy job needs to answer and to record who asked. */
 typedef struct PolicyRequest {
         sd_bus_message *msg;
@@ -605,11 +624,29 @@ static void on_policy_dropped(PolicyJob *j) {
 }
 
 int bus_manager_writer_new(BusServer *s) {
-        return policy_writer_new(s->manager->event, on_policy_done, s, &s->writer);
+        int r = policy_writer_new(s->manager->event, on_policy_done, s, &s->writer);
+
+        if (r >= 0)
+                r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
+                                               on_wait_timer, s);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(s->wait_source, "control-waiters");
+                r = sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
+        }
+        return r;
 }
 
 void bus_manager_writer_free(BusServer *s) {
         s->writer = policy_writer_free(s->writer, on_policy_dropped);
+        while (s->n_waiters > 0) {
+                BusWaiter *w = &s->waiters[0];
+                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_FAILED, "the daemon is stopping");
+                sd_bus_message_unref(w->msg);
+                free(w->action);
+                free(w->cgroup);
+                s->waiters[0] = s->waiters[--s->n_waiters];
+        }
+        s->wait_source = sd_event_source_disable_unref(s->wait_source);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -645,25 +682,129 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* Reclaim and Writeback: authorized and resolved, then done by the point that owns them. */
-static int method_act(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        BusConnection *c = userdata;
-        bool reclaim = streq(sd_bus_message_get_member(msg), "Reclaim");
-        const char *what;
-        CgEntry *e;
+/* ---- acting on request ---- */
+
+static int act_error(sd_bus_error *error, int r, const char *what, const char *path) {
+        if (r == -EPERM)
+                return sd_bus_error_setf(error, BUS_ERROR_REFUSED, "mdreclaimd does not %s %s: it never acts on "
+                                         "its own cgroup or init.scope", what, path);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "The worker's queue is full; %s %s later", what,
+                                         path);
+        return sd_bus_error_setf(error, BUS_ERROR_FAILED, "Cannot %s %s: %s", what, path, strerror(-r));
+}
+
+/* Authorized and resolved; then handed to the point that owns the action. */
+static int act_prepare(sd_bus_message *msg, BusConnection *c, const char *what, CgEntry **ret, sd_bus_error *error) {
+        const char *target;
         int k;
 
-        k = check_admin(c, reclaim ? "reclaiming memory" : "starting writeback", error);
+        k = check_admin(c, what, error);
         if (k >= 0)
-                k = sd_bus_message_read(msg, "s", &what);
+                k = sd_bus_message_read(msg, "s", &target);
         if (k >= 0)
-                k = resolve_cgroup(conn_manager(c), what, &e, error);
+                k = resolve_cgroup(conn_manager(c), target, ret, error);
+        return k;
+}
+
+static int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        char reason[64];
+        uint64_t bytes;
+        int cache_only, k;
+        CgEntry *e;
+
+        k = act_prepare(msg, c, "reclaiming memory", &e, error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
         if (k < 0)
                 return k;
-        return sd_bus_error_setf(error, BUS_ERROR_NOT_SUPPORTED,
-                                 "The %s point is not built yet: mdreclaimd cannot %s %s on request",
-                                 reclaim ? "allocation" : "write", reclaim ? "reclaim memory of" : "write back",
-                                 e->cg->path);
+        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
+        k = manager_reclaim(conn_manager(c), e, bytes ? bytes : UINT64_MAX, cache_only, reason);
+        if (k < 0)
+                return act_error(error, k, "reclaim memory of", e->cg->path);
+        return reply_text(msg, "Reclaim from %s queued (%s%s); its result comes as a "
+                                           "'reclaim' event", e->cg->path, bytes ? "a set size" : "all reclaimable",
+                                           cache_only ? ", cache only" : "");
+}
+
+static int waiter_add(BusServer *s, sd_bus_message *msg, const char *action, const char *cgroup) {
+        BusWaiter *w;
+        uint64_t now = 0;
+
+        if (s->n_waiters >= BUS_WAITERS_MAX)
+                return -EBUSY;
+        (void) sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now);
+        w = &s->waiters[s->n_waiters];
+        *w = (BusWaiter) { .action = strdup(action), .cgroup = strdup(cgroup), .deadline_usec = now + BUS_WAIT_USEC };
+        if (!w->action || !w->cgroup) {
+                free(w->action);
+                free(w->cgroup);
+                return -ENOMEM;
+        }
+        w->msg = sd_bus_message_ref(msg);
+        s->n_waiters++;
+        return sd_event_source_set_enabled(s->wait_source, SD_EVENT_ON);
+}
+
+/* Answers waiter i (an event's message, or NULL: its deadline passed) and drops it. */
+static void waiter_answer(BusServer *s, size_t i, const char *message) {
+        BusWaiter *w = &s->waiters[i];
+
+        if (message)
+                (void) sd_bus_reply_method_return(w->msg, "s", message);
+        else
+                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_TIMEOUT, "No %s of %s finished within %llus; "
+                                                  "it may still run (mdctl events shows when it does)", w->action,
+                                                  w->cgroup, (unsigned long long) (BUS_WAIT_USEC / USEC_PER_SEC));
+        sd_bus_message_unref(w->msg);
+        free(w->action);
+        free(w->cgroup);
+        s->waiters[i] = s->waiters[--s->n_waiters];
+        if (s->n_waiters == 0)
+                (void) sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
+}
+
+void bus_manager_on_event(BusServer *s, const Event *e) {
+        for (size_t i = s->n_waiters; i > 0; i--)
+                if (streq(s->waiters[i - 1].action, e->action) && streq(s->waiters[i - 1].cgroup, e->cgroup))
+                        waiter_answer(s, i - 1, e->message);
+}
+
+static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        BusServer *s = userdata;
+
+        for (size_t i = s->n_waiters; i > 0; i--)
+                if (s->waiters[i - 1].deadline_usec <= usec)
+                        waiter_answer(s, i - 1, NULL);
+        if (s->n_waiters > 0)
+                (void) sd_event_source_set_time(src, usec + USEC_PER_SEC);
+        return 0;
+}
+
+static int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        char reason[64];
+        int wait, k;
+        CgEntry *e;
+
+        k = act_prepare(msg, c, "starting writeback", &e, error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "b", &wait);
+        if (k < 0)
+                return k;
+        if (wait && c->server->n_waiters >= BUS_WAITERS_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d callers wait already; try again later",
+                                         BUS_WAITERS_MAX);
+        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
+        k = manager_writeback(conn_manager(c), e, reason);
+        if (k < 0)
+                return act_error(error, k, "write back", e->cg->path);
+        if (!wait)
+                return reply_text(msg, "Writeback of %s queued; its result comes as a "
+                                                   "'writeback' event", e->cg->path);
+        k = waiter_add(c->server, msg, "writeback", e->cg->path);
+        return k < 0 ? k : 1;
 }
 
 /* What a broker would answer, so that bus clients (busctl) that say Hello first work here too. */
@@ -697,9 +838,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                  "s", SD_BUS_PARAM(file), method_unset_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Reclaim", "stb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(bytes)
-                                 SD_BUS_PARAM(cache_only), "", , method_act, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Writeback", "sb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(wait), "", ,
-                                 method_act, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 SD_BUS_PARAM(cache_only), "s", SD_BUS_PARAM(result), method_reclaim,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Writeback", "sb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(wait),
+                                 "s", SD_BUS_PARAM(result), method_writeback, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissss",
                                  SD_BUS_PARAM(seq) SD_BUS_PARAM(realtime_usec) SD_BUS_PARAM(priority)
                                  SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)

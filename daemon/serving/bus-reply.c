@@ -318,7 +318,7 @@ int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e) {
                 r = sample_files(m, s);
         if (r >= 0)
                 r = signals(m, &e->signals, true);
-        if (r >= 0 && metadata_attribute(&o->metadata, &e->signals, &meta))
+        if (r >= 0 && metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta))
                 r = bus_dict_u64(m, "metadata_dirty_estimate", meta);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);

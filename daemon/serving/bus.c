@@ -449,6 +449,7 @@ static int listen_on(const char *path, int *ret) {
 static void on_event(Manager *m, const Event *e, void *userdata) {
         BusServer *s = userdata;
 
+        bus_manager_on_event(s, e);
         for (size_t i = 0; i < s->n_connections; i++) {
                 BusConnection *c = s->connections[i];
                 uint64_t queued = 0;

@@ -50,6 +50,16 @@ typedef struct BusConnection {
         char description[64];
 } BusConnection;
 
+/* A caller waiting for an event (writeback --wait): answered when it comes, or at its deadline. */
+typedef struct BusWaiter {
+        sd_bus_message *msg;
+        char *action;
+        char *cgroup;
+        uint64_t deadline_usec;         /* CLOCK_MONOTONIC */
+} BusWaiter;
+
+#define BUS_WAITERS_MAX 16
+
 struct BusServer {
         Manager *manager;
         char *path;
@@ -62,6 +72,9 @@ struct BusServer {
         uint64_t started_realtime_usec;
         RateLimit refused_log;
         PolicyWriter *writer;
+        BusWaiter waiters[BUS_WAITERS_MAX];
+        size_t n_waiters;
+        sd_event_source *wait_source;   /* answers waiters whose deadline passed */
         /* AdminGroup= as last resolved */
         char *admin_group;
         bool have_admin_gid;

@@ -149,13 +149,13 @@ static void cgroup_json(FILE *f, const Observer *o, const CgEntry *e) {
         fputs(",\"metadata_dirty_estimate\":", f);
         {
                 uint64_t bytes = 0;
-                bool have = metadata_attribute(&o->metadata, &e->signals, &bytes);
+                bool have = metadata_attribute(&o->metadata, &o->devices, &e->signals, &bytes);
                 json_u64_or_null(f, have, bytes);
         }
         fputc('}', f);
 }
 
-static void filesystems_json(FILE *f, const MetadataView *v) {
+static void filesystems_json(FILE *f, const MetadataView *v, const DevStatTable *devices) {
         fputc('[', f);
         for (size_t i = 0; i < v->n; i++) {
                 const FsMetadata *m = &v->fs[i];
@@ -163,7 +163,8 @@ static void filesystems_json(FILE *f, const MetadataView *v) {
                 json_string(f, m->device);
                 fprintf(f, ",\"dev\":\"%" PRIu32 ":%" PRIu32 "\",\"metadata_dirty_estimate\":", m->major, m->minor);
                 json_u64_or_null(f, m->have_pending, m->pending_bytes);
-                fprintf(f, ",\"write_rate\":%" PRIu64 "}", m->write_rate);
+                const DevStat *ds = devstat_find((DevStatTable *) devices, m->major, m->minor);
+                fprintf(f, ",\"write_rate\":%" PRIu64 "}", ds ? ds->write_rate : 0);
         }
         fputc(']', f);
 }
@@ -196,7 +197,13 @@ static void system_json(FILE *f, const Observer *o) {
         fputs(",\"dirty_background_threshold_bytes\":", f);
         json_u64_or_null(f, s->have & SYSTEM_VMSTAT, g->dirty_background_threshold_bytes);
         fputs(",\"filesystems\":", f);
-        filesystems_json(f, &o->metadata);
+        filesystems_json(f, &o->metadata, &o->devices);
+        fputs(",\"devices\":[", f);
+        for (size_t i = 0; i < o->devices.n; i++)
+                fprintf(f, "%s{\"dev\":\"%" PRIu32 ":%" PRIu32 "\",\"write_rate\":%" PRIu64 ",\"capacity_estimate\":%" PRIu64 "}",
+                        i ? "," : "", o->devices.dev[i].major, o->devices.dev[i].minor, o->devices.dev[i].write_rate,
+                        o->devices.dev[i].capacity);
+        fputc(']', f);
         fputs(",\"signals\":", f);
         if (!g->valid)
                 fputs("null", f);

@@ -105,6 +105,8 @@ int parse_size(const char *s, bool allow_max, uint64_t *ret) {
                 return -EINVAL; /* fractional bytes */
         if (shift > 0 && whole > (UINT64_MAX >> shift))
                 return -ERANGE;
+        if ((whole << shift) > UINT64_MAX - ((num << shift) / den))
+                return -ERANGE;
         *ret = (whole << shift) + ((num << shift) / den);
         return 0;
 }
@@ -146,7 +148,7 @@ int parse_duration(const char *s, uint64_t *ret_usec) {
                 uint64_t u = units[i].usec;
                 if (!streq(p, units[i].suffix))
                         continue;
-                if (whole > UINT64_MAX / u)
+                if (whole > UINT64_MAX / u || whole * u > UINT64_MAX - num * u / den)
                         return -ERANGE;
                 *ret_usec = whole * u + num * u / den;
                 return 0;

@@ -80,6 +80,10 @@ static void test_psi(void **state) {
         assert_int_equal(PARSE(cg_parse_psi, "some avg10=0.00 avg60=0.00 total=0\n", &p), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_psi, "some avg10=0.00 avg60=0.00 avg300=0.00 total=x\n", &p), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_psi, "garbage\n", &p), -EBADMSG);
+        assert_int_equal(PARSE(cg_parse_psi, "some avg10=100.99 avg60=0.00 avg300=0.00 total=0\n", &p), -EBADMSG);
+        assert_int_equal(PARSE(cg_parse_psi, "some avg10=100.00 avg60=0.00 avg300=0.00 total=0\n", &p), 0);
+        /* Cut short: the parser stops at the end it is given, not at a NUL. */
+        assert_int_equal(cg_parse_psi("some avg10=1.00 avg60", 15, &p), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_psi, "", &p), -EBADMSG);
 }
 
@@ -106,6 +110,7 @@ static void test_io_stat(void **state) {
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 rbytes=1\n8:1 rbytes=2\n8:2 rbytes=3\n", d, 2, &n), -E2BIG);
         assert_int_equal(n, 2);
         assert_int_equal(PARSE(cg_parse_io_stat, "8-0 rbytes=1\n", d, 2, &n), -EBADMSG);
+        assert_int_equal(cg_parse_io_stat("5:1", 1, d, 2, &n), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 rbytes\n", d, 2, &n), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 wbytes=12x\n", d, 2, &n), -EBADMSG);
 }

@@ -106,7 +106,7 @@ static void test_good_files(void **state) {
         put("etc/mdreclaim/policies.d/web.conf",
             "[Policy]\nMatch=nginx.service *.web.slice\nMatch=/system.slice/php.service\n"
             "Mode=enforce\nPriority=80\nProtect=yes\nDirtyBackground=10%\nDirtyLimit=20%\n"
-            "WriteThrottle=50M\nMetadataCacheMax=512M\nPressureTarget=0.1%\nReclaimStepMax=8M\n"
+            "WriteRateMin=5%\nMetadataCacheMax=512M\nPressureTarget=0.1%\nReclaimStepMax=8M\n"
             "CacheFloor=1G\n");
         put("usr/lib/mdreclaim/policies.d/batch.conf", "[Policy]\nMatch=batch.slice\n");
         c = load_ok();
@@ -125,7 +125,8 @@ static void test_good_files(void **state) {
         assert_true(p->dirty_background.is_percent);
         assert_int_equal(p->dirty_background.ppm, 100000);
         assert_int_equal(p->dirty_limit.ppm, 200000);
-        assert_int_equal(p->write_throttle, UINT64_C(50) << 20);
+        assert_true(p->write_rate_min.set && p->write_rate_min.is_percent);
+        assert_int_equal(p->write_rate_min.ppm, 50000);
         assert_int_equal(p->metadata_cache_max, UINT64_C(512) << 20);
         assert_int_equal(p->pressure_target_ppm, 1000);
         assert_int_equal(p->reclaim_step_max, UINT64_C(8) << 20);
@@ -255,6 +256,32 @@ static void test_errors_name_file_and_line(void **state) {
         conf_diag_clear(&d);
 }
 
+static void test_raw_bytes(void **state) {
+        ConfDiag d = {};
+        Config *c;
+        static const char nul_line[] = "[Policy]\nMatch=a.service\nMode=off\0xyz\nPriority=5\n";
+        char path[600];
+        FILE *f;
+
+        /* CRLF line ends and a UTF-8 BOM are fine. */
+        put("etc/mdreclaim/mdreclaimd.conf", "\xef\xbb\xbf[Daemon]\r\nInterval=2s\r\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.interval_usec, 2 * USEC_PER_SEC);
+        config_free(c);
+
+        /* A lone CR would hide the rest of the line; a NUL likewise. */
+        put("etc/mdreclaim/mdreclaimd.conf", "[Daemon]\rInterval=50ms\rLogLevel=loud\r\n");
+        snprintf(path, sizeof(path), "%s/etc/mdreclaim/policies.d/nul.conf", root);
+        put("etc/mdreclaim/policies.d/.keep", "");
+        f = fopen(path, "we");
+        fwrite(nul_line, 1, sizeof(nul_line) - 1, f);
+        fclose(f);
+        load_fail(&d);
+        ASSERT_DIAG(&d, "mdreclaimd.conf:1:", "carriage return in the middle");
+        ASSERT_DIAG(&d, "nul.conf:3:", "a NUL byte");
+        conf_diag_clear(&d);
+}
+
 static void test_duplicate_policy(void **state) {
         ConfDiag d = {};
 
@@ -286,6 +313,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_duplicate_policy, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreadable_file, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,8 @@ static void test_duration(void **state) {
         assert_int_equal(parse_duration("250us", &u), 0);
         assert_int_equal(u, 250);
 
+        assert_int_equal(parse_duration("18446744073709.6", &u), -ERANGE);
+        assert_int_equal(parse_duration("5124095576.999h", &u), -ERANGE);
         assert_int_equal(parse_duration("1 s", &u), -EINVAL);
         assert_int_equal(parse_duration("1fortnight", &u), -EINVAL);
         assert_int_equal(parse_duration("s", &u), -EINVAL);

@@ -72,7 +72,7 @@ static void test_every_key(void **state) {
         /* Every key the loader takes, but Match=, has a formatter. */
         for (size_t i = 1; (key = config_policy_key(i)); i++, n++)
                 assert_int_equal(policy_format_value(p, key, b), 0);
-        assert_true(n >= 11);
+        assert_true(n >= 12);
         assert_int_equal(policy_format_value(p, "Match", b), -ENOENT);
         assert_int_equal(policy_format_value(p, "Bogus", b), -ENOENT);
 
@@ -81,8 +81,12 @@ static void test_every_key(void **state) {
         assert_string_equal(b, "observe");
         policy_format_value(p, "DirtyLimit", b);
         assert_string_equal(b, "");
-        policy_format_value(p, "WriteThrottle", b);
+        policy_format_value(p, "WriteRateMin", b);
+        assert_string_equal(b, "");
+        policy_format_value(p, "MetadataCacheMax", b);
         assert_string_equal(b, "max");
+        policy_format_value(p, "AllocationThrottle", b);
+        assert_string_equal(b, "no");
         policy_format_value(p, "ReclaimStepMax", b);
         assert_string_equal(b, "16M");
         policy_format_value(p, "PressureTarget", b);

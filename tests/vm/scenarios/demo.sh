@@ -31,23 +31,31 @@ systemctl status --no-pager --lines=0 mdreclaimd.service | sed -n '1,4p'
 
 section "the victim alone for ${alone_s}s"
 systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
-    python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone " | tee /tmp/alone.txt
+    python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone        " | tee /tmp/alone.txt
 
-section "the victim beside the writer for ${busy_s}s; what the daemon samples every 3 s"
+section "the victim beside the writer for ${busy_s}s; what the daemon samples (--sample-once --json) every few seconds"
 systemd-run --quiet --unit=mdr-victim -p StandardOutput=file:/tmp/busy.txt \
-    python3 "$victim" /mnt/ext4/victim "$busy_s" "victim+writer"
+    python3 "$victim" /mnt/ext4/victim "$busy_s" "victim beside writer"
 systemd-run --quiet --unit=mdr-writer \
     dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
-printf '%6s  %-19s %12s %15s  %-19s %18s\n' "t" "cgroup" "dirty" "writeback" "cgroup" "io stall (some)"
+echo "(dirty, writeback: the writer's memory.stat file_dirty, file_writeback; io stall: how long"
+echo " the victim's tasks waited on I/O since the first sample, from its io.pressure 'some' total)"
+printf '%6s  %18s %11s  %22s\n' "t" "mdr-writer: dirty" "writeback" "mdr-victim: io stall"
 max_dirty=0
 seen_writer=0
 seen_victim=0
 v0=
 t0=$(now)
-while [ "$(unit_state mdr-victim.service)" = active ] || [ "$(unit_state mdr-victim.service)" = activating ]; do
+# Until the victim's cgroup goes away (no systemctl in the loop: under TCG each
+# call costs seconds).
+while [ -d /sys/fs/cgroup/system.slice/mdr-victim.service ]; do
     sample > /tmp/s.json || break
-    w=$(jq -r '.cgroups[] | select(.unit == "mdr-writer.service") | "\(.file_dirty) \(.file_writeback)"' /tmp/s.json)
-    v=$(jq -r '.cgroups[] | select(.unit == "mdr-victim.service") | .io_pressure.some.total' /tmp/s.json)
+    # One jq for both units: "dirty writeback|victim's io some total".
+    IFS='|' read -r w v < <(jq -r '[(.cgroups[] | select(.unit == "mdr-writer.service")
+                                      | "\(.file_dirty) \(.file_writeback)"),
+                                     "|",
+                                     (.cgroups[] | select(.unit == "mdr-victim.service")
+                                      | .io_pressure.some.total)] | map(tostring) | join("")' /tmp/s.json)
     if [ -n "$w" ]; then
         seen_writer=1
         read -r d wb <<< "$w"
@@ -55,16 +63,12 @@ while [ "$(unit_state mdr-victim.service)" = active ] || [ "$(unit_state mdr-vic
     else
         d=0 wb=0
     fi
-    if [ -n "$v" ] && [ "$v" != null ]; then
-        seen_victim=1
-        v0=${v0:-$v}
-        stall="$(( (v - v0) / 1000 )) ms"
-    else
-        stall="(gone)"
-    fi
-    printf '%5ss  %-19s %8s MiB %11s MiB  %-19s %18s\n' "$(since "$t0")" mdr-writer \
-        "$(mib "$d")" "$(mib "$wb")" mdr-victim "$stall"
-    sleep 3
+    [ -n "$v" ] && [ "$v" != null ] || break    # the victim has just finished
+    seen_victim=1
+    v0=${v0:-$v}
+    stall="$(( (v - v0) / 1000 )) ms"
+    printf '%5ss  %14s MiB %7s MiB  %22s\n' "$(since "$t0")" "$(mib "$d")" "$(mib "$wb")" "$stall"
+    sleep 2
 done
 cat /tmp/busy.txt
 rate() { sed -n 's/.* = \([0-9.]*\) ops\/s.*/\1/p' "$1"; }

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "alloc-point.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+const char *ap_action_to_string(ApActionKind k) {
+        static const char *const names[] = {
+                [AP_RECLAIM] = "reclaim",
+                [AP_SET_HIGH] = "throttle-allocations",
+                [AP_LIFT_HIGH] = "lift-allocation-throttle",
+        };
+        return k <= AP_LIFT_HIGH ? names[k] : NULL;
+}
+
+static ApCgroupState *state_of(AllocPointState *s, uint64_t id, bool create) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->cg[i].id == id)
+                        return &s->cg[i];
+        if (!create || s->n >= AP_STATE_MAX)
+                return NULL;
+        s->cg[s->n] = (ApCgroupState) { .id = id };
+        return &s->cg[s->n++];
+}
+
+uint64_t alloc_point_room(const ApCgroup *c) {
+        uint64_t floor = c->policy->cache_floor, room;
+
+        room = c->reclaimable > floor ? c->reclaimable - floor : 0;
+        /* memory.reclaim ignores the written cgroup's own protection: honour it here. */
+        if (c->protection > 0)
+                room = MIN(room, c->memory_current > c->protection ? c->memory_current - c->protection : 0);
+        return room;
+}
+
+static ApAction *add(ApPlan *p, ApActionKind kind, const ApCgroup *c) {
+        ApAction *a;
+
+        if (p->n >= AP_ACTIONS_MAX)
+                return NULL;
+        a = &p->actions[p->n++];
+        *a = (ApAction) { .kind = kind, .cgroup_id = c->id, .path = c->path,
+                          .observe = c->policy->mode == POLICY_MODE_OBSERVE };
+        return a;
+}
+
+static void reclaim(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, uint64_t bytes, const char *why) {
+        ApAction *a = add(p, AP_RECLAIM, c);
+
+        if (!a)
+                return;
+        a->value = bytes;
+        snprintf(a->reason, sizeof(a->reason), "%s", why);
+        cs->inflight = true;
+}
+
+static void back_off(ApCgroupState *cs, uint64_t now, uint64_t tick) {
+        cs->backoff = MIN(cs->backoff + 1, (unsigned) AP_BACKOFF_MAX);
+        cs->next_usec = now + (tick << cs->backoff);
+}
+
+static bool touchable(const ApCgroup *c) {
+        return !c->policy->protect && !c->exempt;
+}
+
+/* One step of the PressureTarget= loop. */
+static void proactive(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApSettings *st, uint64_t now) {
+        uint32_t target = c->policy->pressure_target_ppm;
+        uint64_t step, room;
+        char why[160];
+
+        if (!target || !c->valid || cs->inflight || now < cs->next_usec)
+                return;
+        if (c->stall_ppm >= target) {
+                back_off(cs, now, st->tick_usec);
+                return;
+        }
+        /* Refaults climbing: it is reclaiming pages that are still used. */
+        if (c->refault_rate > AP_STEP_MIN && c->refault_rate > cs->last_refault_rate * 2) {
+                cs->last_refault_rate = c->refault_rate;
+                back_off(cs, now, st->tick_usec);
+                return;
+        }
+        cs->last_refault_rate = c->refault_rate;
+        step = c->policy->reclaim_step_max / target * (target - c->stall_ppm) +
+               c->policy->reclaim_step_max % target * (target - c->stall_ppm) / target;
+        room = alloc_point_room(c);
+        step = MIN(step, room);
+        if (step < AP_STEP_MIN)
+                return;
+        snprintf(why, sizeof(why), "stall %u.%02u%% under PressureTarget %u.%02u%%", c->stall_ppm / 10000,
+                 c->stall_ppm / 100 % 100, target / 10000, target / 100 % 100);
+        reclaim(p, c, cs, step, why);
+}
+
+static void metadata_cap(ApPlan *p, const ApCgroup *c, ApCgroupState *cs) {
+        uint64_t max = c->policy->metadata_cache_max, step;
+        char why[160];
+
+        if (max == UINT64_MAX || c->slab_reclaimable <= max || cs->inflight)
+                return;
+        step = MIN(c->slab_reclaimable - max, c->policy->reclaim_step_max);
+        step = MIN(step, alloc_point_room(c));
+        if (step == 0)
+                return;
+        snprintf(why, sizeof(why), "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64,
+                 c->slab_reclaimable, max);
+        reclaim(p, c, cs, step, why);
+}
+
+static bool host_pressure(const ApSettings *st) {
+        return (st->host_stall_valid && st->host_stall_ppm > st->global_threshold_ppm) ||
+               (st->mem_available_min && st->mem_available < st->mem_available_min);
+}
+
+/* Lowest priority first, then most reclaimable. */
+static bool before(const ApCgroup *a, const ApCgroup *b) {
+        if (a->policy->priority != b->policy->priority)
+                return a->policy->priority < b->policy->priority;
+        return alloc_point_room(a) > alloc_point_room(b);
+}
+
+static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s) {
+        const ApCgroup *picked[AP_GLOBAL_PER_TICK] = {};
+
+        for (size_t k = 0; k < AP_GLOBAL_PER_TICK; k++) {
+                ApCgroupState *cs;
+
+                for (size_t i = 0; i < n; i++) {
+                        ApCgroupState *x = state_of(s, cg[i].id, false);
+                        bool dup = false;
+
+                        for (size_t j = 0; j < k; j++)
+                                dup |= picked[j] == &cg[i];
+                        if (dup || !touchable(&cg[i]) || (x && x->inflight) || alloc_point_room(&cg[i]) < AP_STEP_MIN)
+                                continue;
+                        if (!picked[k] || before(&cg[i], picked[k]))
+                                picked[k] = &cg[i];
+                }
+                if (!picked[k])
+                        break;
+                cs = state_of(s, picked[k]->id, true);
+                if (cs)
+                        reclaim(p, picked[k], cs, MIN(picked[k]->policy->reclaim_step_max, alloc_point_room(picked[k])),
+                                "host under memory pressure: caches of lower priority first");
+        }
+}
+
+static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, const ApSettings *st,
+                     uint64_t now, bool pressure) {
+        const ApCgroup *fastest = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                const ApCgroup *c = &cg[i];
+                ApCgroupState *cs = state_of(s, c->id, false);
+
+                if (cs && cs->throttle_high) {
+                        ApAction *a;
+                        bool calm = !pressure && now - s->last_pressure_usec >= st->throttle_hold_usec;
+                        uint64_t raised = cs->throttle_high + MAX(cs->throttle_high / 10, AP_STEP_MIN);
+
+                        if (pressure)
+                                continue;
+                        a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
+                        if (!a)
+                                return;
+                        a->value = calm ? UINT64_MAX : raised;
+                        snprintf(a->reason, sizeof(a->reason), "%s", calm ? "host pressure over for the hold time"
+                                                                           : "host pressure subsiding");
+                        cs->throttle_high = calm ? 0 : raised;
+                        continue;
+                }
+                if (pressure && c->policy->allocation_throttle && touchable(c) && c->valid && c->growth_rate > 0 &&
+                    (!fastest || c->growth_rate > fastest->growth_rate))
+                        fastest = c;
+        }
+        if (fastest) {
+                ApCgroupState *cs = state_of(s, fastest->id, true);
+                ApAction *a = cs ? add(p, AP_SET_HIGH, fastest) : NULL;
+
+                if (!a)
+                        return;
+                a->value = MAX(fastest->memory_current, AP_STEP_MIN);
+                snprintf(a->reason, sizeof(a->reason), "grows %" PRId64 " bytes/s while the host is under memory pressure",
+                         fastest->growth_rate);
+                cs->throttle_high = a->value;
+        }
+}
+
+void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint64_t now, AllocPointState *s,
+                        ApPlan *p) {
+        bool pressure = host_pressure(st);
+
+        p->n = 0;
+        if (pressure)
+                s->last_pressure_usec = now;
+        for (size_t i = 0; i < n; i++) {
+                ApCgroupState *cs;
+
+                if (!touchable(&cg[i]))
+                        continue;
+                cs = state_of(s, cg[i].id, cg[i].policy->pressure_target_ppm > 0 ||
+                                           cg[i].policy->metadata_cache_max != UINT64_MAX);
+                if (!cs)
+                        continue;
+                metadata_cap(p, &cg[i], cs);
+                proactive(p, &cg[i], cs, st, now);
+        }
+        if (pressure)
+                global(p, cg, n, s);
+        throttle(p, cg, n, s, st, now, pressure);
+        /* Forget cgroups that are gone (or lost their policy), unless throttled: those are lifted first. */
+        for (size_t i = s->n; i > 0; i--) {
+                bool present = false;
+                for (size_t k = 0; k < n && !present; k++)
+                        present = cg[k].id == s->cg[i - 1].id;
+                if (!present && !s->cg[i - 1].inflight)
+                        s->cg[i - 1] = s->cg[--s->n];
+        }
+}
+
+void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, uint64_t freed, uint64_t now,
+                              uint64_t tick) {
+        ApCgroupState *cs = state_of(s, id, false);
+
+        if (!cs)
+                return;
+        cs->inflight = false;
+        /* Got what it asked (EAGAIN happens even then): the loop may go on; otherwise wait. */
+        if (freed * 2 >= asked && cs->backoff > 0)
+                cs->backoff--;
+        else if (freed * 2 < asked)
+                back_off(cs, now, tick);
+}
+
+void alloc_point_forget(AllocPointState *s, const ApAction *a) {
+        ApCgroupState *cs = state_of(s, a->cgroup_id, false);
+
+        if (!cs)
+                return;
+        if (a->kind == AP_RECLAIM)
+                cs->inflight = false;
+        else if (a->kind == AP_SET_HIGH)
+                cs->throttle_high = 0;
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The allocation point, as a pure function of this tick's view, the policies
+ * and its own state, returning a plan. It never touches a file.
+ *
+ * - Proactive reclaim (PressureTarget=): a feedback loop on the cgroup's own
+ *   stall (memory and io "some", from total deltas). Under target it asks for
+ *   a step sized by the distance to target, bounded by ReclaimStepMax= and by
+ *   the reclaimable estimate above CacheFloor= and memory.min/low; at or over
+ *   target, or when file refaults climb, it backs off, longer each time.
+ * - MetadataCacheMax=: reclaimable slab above it is shrunk back.
+ * - Global pressure (host memory stall over its threshold, or MemAvailable
+ *   under its floor): caches are shrunk lowest Priority= first, then most
+ *   reclaimable, a bounded number per tick, until the pressure is gone.
+ * - Allocation throttle (AllocationThrottle=yes): while the host is under
+ *   pressure, the fastest-growing such cgroup gets memory.high near its usage,
+ *   raised step by step as the pressure subsides and restored after.
+ * Protect=yes cgroups, the daemon's own cgroup and init.scope are never touched.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+#define AP_STATE_MAX 4096
+#define AP_ACTIONS_MAX 256
+#define AP_GLOBAL_PER_TICK 2
+#define AP_BACKOFF_MAX 6
+#define AP_STEP_MIN (UINT64_C(1) << 20)
+
+typedef struct ApCgroup {
+        uint64_t id;
+        const char *path;
+        const Policy *policy;           /* never NULL, mode never off */
+        bool exempt;                    /* the daemon's own cgroup, init.scope */
+        bool valid;                     /* two samples: rates exist */
+        uint64_t interval_usec;
+        uint32_t stall_ppm;             /* max of memory and io "some" over the interval */
+        uint64_t refault_rate;          /* bytes/s */
+        int64_t growth_rate;            /* bytes/s of memory.current */
+        uint64_t memory_current;
+        uint64_t reclaimable;           /* clean file cache + reclaimable slab */
+        uint64_t file_clean;            /* clean file cache alone */
+        uint64_t slab_reclaimable;
+        uint64_t protection;            /* max(memory.min, memory.low) */
+} ApCgroup;
+
+typedef struct ApSettings {
+        uint32_t global_threshold_ppm;  /* host memory "some" that means pressure */
+        uint32_t host_stall_ppm;
+        bool host_stall_valid;
+        uint64_t mem_available, mem_available_min;
+        uint64_t tick_usec;
+        uint64_t throttle_hold_usec;    /* calm time before a throttle is restored */
+} ApSettings;
+
+typedef struct ApCgroupState {
+        uint64_t id;
+        unsigned backoff;               /* 0: none; n: wait tick << n */
+        uint64_t next_usec;             /* no reclaim before this */
+        uint64_t last_refault_rate;
+        bool inflight;
+        uint64_t throttle_high;         /* memory.high asked for; 0: not throttled */
+} ApCgroupState;
+
+typedef struct AllocPointState {
+        ApCgroupState cg[AP_STATE_MAX];
+        size_t n;
+        uint64_t last_pressure_usec;
+} AllocPointState;
+
+typedef enum ApActionKind {
+        AP_RECLAIM,             /* memory.reclaim of `value` bytes, cache only where the kernel can */
+        AP_SET_HIGH,            /* allocation throttle: memory.high = value */
+        AP_LIFT_HIGH,
+} ApActionKind;
+
+const char *ap_action_to_string(ApActionKind k);
+
+typedef struct ApAction {
+        ApActionKind kind;
+        uint64_t cgroup_id;
+        const char *path;
+        bool observe;
+        uint64_t value;
+        char reason[160];
+} ApAction;
+
+typedef struct ApPlan {
+        ApAction actions[AP_ACTIONS_MAX];
+        size_t n;
+} ApPlan;
+
+void alloc_point_decide(const ApCgroup *cgroups, size_t n, const ApSettings *st, uint64_t now_usec,
+                        AllocPointState *state, ApPlan *ret);
+
+/* A reclaim finished: `freed` bytes (memory.current before - after). */
+void alloc_point_reclaim_done(AllocPointState *state, uint64_t cgroup_id, uint64_t asked, uint64_t freed,
+                              uint64_t now_usec, uint64_t tick_usec);
+
+/* An action could not be carried out. */
+void alloc_point_forget(AllocPointState *state, const ApAction *a);
+
+/* The largest reclaim allowed: reclaimable above CacheFloor= and protection. */
+uint64_t alloc_point_room(const ApCgroup *c);

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "write-point.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+const char *wp_action_to_string(WpActionKind k) {
+        static const char *const names[] = {
+                [WP_SET_CAP] = "cap-writes",
+                [WP_LIFT_CAP] = "lift-cap",
+                [WP_SET_BUDGET] = "dirty-budget",
+                [WP_LIFT_BUDGET] = "lift-dirty-budget",
+                [WP_WRITEBACK] = "writeback",
+        };
+        return k <= WP_WRITEBACK ? names[k] : NULL;
+}
+
+bool cgroup_path_is_below(const char *a, const char *b) {
+        size_t lb = strlen(b);
+
+        if (streq(b, "/"))
+                return true;
+        return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
+}
+
+static bool related(const char *a, const char *b) {
+        return cgroup_path_is_below(a, b) || cgroup_path_is_below(b, a);
+}
+
+static uint64_t ppm_of(uint64_t base, uint32_t ppm) {
+        return base / 1000000 * ppm + base % 1000000 * ppm / 1000000;
+}
+
+static uint64_t bytes_of(const SizeOrPercent *v, uint64_t base) {
+        return v->is_percent ? ppm_of(base, v->ppm) : v->bytes;
+}
+
+uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct) {
+        uint64_t nonfile = c->memory_current > c->file ? c->memory_current - c->file : 0;
+        uint32_t ratio = dirty_ratio_pct ? dirty_ratio_pct : 20;
+
+        /* The kernel lets a cgroup dirty about dirty_ratio% of what it may hold
+         * in page cache, so room for budget*100/ratio of cache gives that budget. */
+        return nonfile + budget / ratio * 100 + budget % ratio * 100 / ratio;
+}
+
+static WpAction *plan_add(WpPlan *p, WpActionKind kind, const WpCgroup *c) {
+        WpAction *a;
+
+        if (p->n >= WP_ACTIONS_MAX) {
+                p->truncated = true;
+                return NULL;
+        }
+        a = &p->actions[p->n++];
+        *a = (WpAction) {
+                .kind = kind, .cgroup_id = c ? c->id : 0, .path = c ? c->path : NULL,
+                .observe = c && c->policy->mode == POLICY_MODE_OBSERVE, .previous = UINT64_MAX,
+        };
+        return a;
+}
+
+static const WpCgroup *find_cgroup(const WpCgroup *cg, size_t n, uint64_t id) {
+        for (size_t i = 0; i < n; i++)
+                if (cg[i].id == id)
+                        return &cg[i];
+        return NULL;
+}
+
+static const WpDevice *find_device(const WpDevice *d, size_t n, uint32_t major, uint32_t minor) {
+        for (size_t i = 0; i < n; i++)
+                if (d[i].major == major && d[i].minor == minor)
+                        return &d[i];
+        return NULL;
+}
+
+static uint64_t device_rate_of(const WpCgroup *c, uint32_t major, uint32_t minor) {
+        for (size_t i = 0; i < c->n_devices; i++)
+                if (c->devices[i].major == major && c->devices[i].minor == minor)
+                        return c->devices[i].wbytes_per_sec;
+        return 0;
+}
+
+static WpCap *find_cap(WritePointState *s, uint64_t id, uint32_t major, uint32_t minor) {
+        for (size_t i = 0; i < s->n_caps; i++)
+                if (s->caps[i].cgroup_id == id && s->caps[i].major == major && s->caps[i].minor == minor)
+                        return &s->caps[i];
+        return NULL;
+}
+
+static WpBudget *find_budget(WritePointState *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_budgets; i++)
+                if (s->budgets[i].cgroup_id == id)
+                        return &s->budgets[i];
+        return NULL;
+}
+
+static WpDeviceQuiet *quiet_of(WritePointState *s, uint32_t major, uint32_t minor, bool create) {
+        for (size_t i = 0; i < s->n_quiet; i++)
+                if (s->quiet[i].major == major && s->quiet[i].minor == minor)
+                        return &s->quiet[i];
+        if (!create || s->n_quiet >= WP_CAPS_MAX)
+                return NULL;
+        s->quiet[s->n_quiet] = (WpDeviceQuiet) { .major = major, .minor = minor };
+        return &s->quiet[s->n_quiet++];
+}
+
+/* A stalling device: the protected cgroup that stalls worst on it. */
+typedef struct Stall {
+        uint32_t major, minor;
+        const WpCgroup *victim;
+} Stall;
+
+static size_t find_stalls(const WpCgroup *cg, size_t n, Stall *stalls, size_t max) {
+        size_t ns = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+                if (!c->protect || !c->have_io_stall || c->io_stall_ppm <= c->io_limit_ppm)
+                        continue;
+                for (size_t d = 0; d < c->n_devices; d++) {
+                        size_t k;
+                        for (k = 0; k < ns; k++)
+                                if (stalls[k].major == c->devices[d].major && stalls[k].minor == c->devices[d].minor)
+                                        break;
+                        if (k == ns) {
+                                if (ns >= max)
+                                        continue;
+                                stalls[ns++] = (Stall) { c->devices[d].major, c->devices[d].minor, c };
+                        } else if (c->io_stall_ppm > stalls[k].victim->io_stall_ppm)
+                                stalls[k].victim = c;
+                }
+        }
+        return ns;
+}
+
+static bool may_cap(const WpCgroup *w, const WpCgroup *victim) {
+        return !w->protect && w->policy->priority <= victim->policy->priority && !related(w->path, victim->path);
+}
+
+static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate, const WpSettings *st) {
+        uint64_t base = dev && dev->capacity ? dev->capacity : rate;
+
+        if (w->policy->write_rate_min.set)
+                return MAX(bytes_of(&w->policy->write_rate_min, base), UINT64_C(1));
+        return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
+}
+
+static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate,
+                       const WpSettings *st, WritePointState *state, WpPlan *plan) {
+        WpCap *cap = find_cap(state, w->id, s->major, s->minor);
+        uint64_t floor = cap_floor(w, dev, rate, st), want;
+        WpAction *a;
+
+        if (cap)
+                want = cap->wbps / 4 * 3;
+        else {
+                /* Start from what the writer gets now, bounded by what the device completes. */
+                uint64_t base = dev && dev->write_rate ? MIN(rate, dev->write_rate) : rate;
+                want = base / 4 * 3;
+        }
+        want = MAX(want, floor);
+        if (cap && want >= cap->wbps)
+                return; /* at its floor already */
+        if (!cap) {
+                if (state->n_caps >= WP_CAPS_MAX)
+                        return;
+                cap = &state->caps[state->n_caps++];
+                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
+        }
+        a = plan_add(plan, WP_SET_CAP, w);
+        if (!a)
+                return;
+        a->major = s->major;
+        a->minor = s->minor;
+        a->previous = cap->wbps;
+        a->value = want;
+        a->protected_id = s->victim->id;
+        a->stall_ppm = s->victim->io_stall_ppm;
+        snprintf(a->reason, sizeof(a->reason), "%s stalls %u.%02u%% on io (limit %u.%02u%%)%s", s->victim->path,
+                 a->stall_ppm / 10000, a->stall_ppm / 100 % 100, s->victim->io_limit_ppm / 10000,
+                 s->victim->io_limit_ppm / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        cap->wbps = want;
+        cap->protected_id = s->victim->id;
+}
+
+/* The heaviest writers that may be capped for one stalling device. */
+static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
+                          const WpSettings *st, WritePointState *state, WpPlan *plan) {
+        const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
+        uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
+
+        for (size_t i = 0; i < n; i++) {
+                uint64_t r = device_rate_of(&cg[i], s->major, s->minor);
+                if (r == 0 || !may_cap(&cg[i], s->victim))
+                        continue;
+                for (size_t k = 0; k < WP_CAPPED_PER_DEVICE; k++)
+                        if (!top[k] || r > top_rate[k]) {
+                                memmove(&top[k + 1], &top[k], (WP_CAPPED_PER_DEVICE - k - 1) * sizeof(top[0]));
+                                memmove(&top_rate[k + 1], &top_rate[k], (WP_CAPPED_PER_DEVICE - k - 1) * sizeof(top_rate[0]));
+                                top[k] = &cg[i];
+                                top_rate[k] = r;
+                                break;
+                        }
+        }
+        /* Writers at a tenth or less of the heaviest one are not what hurts. */
+        for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
+                if (k == 0 || top_rate[k] * 10 > top_rate[0])
+                        cap_writer(top[k], s, dev, top_rate[k], st, state, plan);
+}
+
+static void remove_cap(WritePointState *s, WpCap *c) {
+        *c = s->caps[--s->n_caps];
+}
+
+/* Caps where nobody stalls now: creep up, or lift after the hold time. */
+static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
+                       size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+        for (size_t i = state->n_caps; i > 0; i--) {
+                WpCap *cap = &state->caps[i - 1];
+                const WpCgroup *w = find_cgroup(cg, n, cap->cgroup_id);
+                const WpDevice *d = find_device(dev, n_dev, cap->major, cap->minor);
+                WpDeviceQuiet *q = quiet_of(state, cap->major, cap->minor, false);
+                bool stalling = false, lift;
+                uint64_t want = 0;
+                WpAction *a;
+
+                for (size_t k = 0; k < n_stalls; k++)
+                        stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
+                if (w && stalling)
+                        continue;
+                lift = !w || !q || now - q->last_stall_usec >= st->hold_usec;
+                if (!lift) {
+                        want = cap->wbps + MAX(d && d->capacity ? d->capacity / 10 : 0, MIB);
+                        lift = d && d->capacity && want >= d->capacity;
+                }
+                a = plan_add(plan, lift ? WP_LIFT_CAP : WP_SET_CAP, w);
+                if (!a)
+                        return;
+                a->cgroup_id = cap->cgroup_id;
+                a->major = cap->major;
+                a->minor = cap->minor;
+                a->previous = cap->wbps;
+                a->value = lift ? UINT64_MAX : want;
+                a->protected_id = cap->protected_id;
+                snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
+                         lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
+                if (lift)
+                        remove_cap(state, cap);
+                else
+                        cap->wbps = want;
+        }
+}
+
+static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char *why, const WpSettings *st,
+                       WritePointState *state, WpPlan *plan) {
+        WpAction *a;
+
+        if (state->n_budgets >= WP_BUDGETS_MAX)
+                return;
+        a = plan_add(plan, WP_SET_BUDGET, c);
+        if (!a)
+                return;
+        a->value = write_point_budget_high(c, limit, st->dirty_ratio_pct);
+        snprintf(a->reason, sizeof(a->reason), "%s: dirty+writeback %" PRIu64 " over %" PRIu64 " bytes", why,
+                 c->dirty, limit);
+        state->budgets[state->n_budgets++] = (WpBudget) { .cgroup_id = c->id, .high = a->value, .guard = guard };
+}
+
+static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePointState *state, WpPlan *plan) {
+        WpBudget *b = find_budget(state, id);
+        WpAction *a = plan_add(plan, WP_LIFT_BUDGET, c);
+
+        if (!a)
+                return;
+        a->cgroup_id = id;
+        a->previous = b ? b->high : UINT64_MAX;
+        a->value = UINT64_MAX;
+        snprintf(a->reason, sizeof(a->reason), "%s", why);
+        if (b)
+                *b = state->budgets[--state->n_budgets];
+}
+
+static uint64_t background_of(const WpCgroup *c, uint64_t limit) {
+        return c->policy->dirty_background.set ? bytes_of(&c->policy->dirty_background, c->memory_limit) : limit / 2;
+}
+
+static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
+                           WpPlan *plan) {
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+                WpBudget *b = find_budget(state, c->id);
+                uint64_t limit;
+
+                if (!c->policy->dirty_limit.set || !c->have_memory)
+                        continue;
+                limit = bytes_of(&c->policy->dirty_limit, c->memory_limit);
+                if (!b && c->dirty > limit)
+                        set_budget(c, limit, false, "over DirtyLimit", st, state, plan);
+                else if (b && c->dirty < background_of(c, limit))
+                        lift_budget(c, c->id, "back under DirtyBackground", state, plan);
+        }
+        for (size_t i = state->n_budgets; i > 0; i--)
+                if (!find_cgroup(cg, n, state->budgets[i - 1].cgroup_id))
+                        lift_budget(NULL, state->budgets[i - 1].cgroup_id, "no longer under a policy that is on",
+                                    state, plan);
+}
+
+/* Near the host's dirty threshold: bound the three largest dirtiers early. */
+static void decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan) {
+        uint64_t start, stop;
+
+        if (st->host_dirty_threshold == 0 || st->global_guard_ppm == 0)
+                return;
+        start = ppm_of(st->host_dirty_threshold, st->global_guard_ppm);
+        stop = start / 5 * 4;
+        if (st->host_dirty >= start)
+                for (int round = 0; round < 3; round++) {
+                        const WpCgroup *big = NULL;
+                        for (size_t i = 0; i < n; i++)
+                                if (!cg[i].protect && cg[i].have_memory && !find_budget(state, cg[i].id) &&
+                                    cg[i].dirty > 0 && (!big || cg[i].dirty > big->dirty))
+                                        big = &cg[i];
+                        if (!big)
+                                break;
+                        set_budget(big, big->policy->dirty_limit.set ?
+                                   MIN(bytes_of(&big->policy->dirty_limit, big->memory_limit), big->dirty / 2) :
+                                   big->dirty / 2, true, "host near its dirty threshold", st, state, plan);
+                }
+        else if (st->host_dirty < stop)
+                for (size_t i = state->n_budgets; i > 0; i--)
+                        if (state->budgets[i - 1].guard)
+                                lift_budget(find_cgroup(cg, n, state->budgets[i - 1].cgroup_id),
+                                            state->budgets[i - 1].cgroup_id, "host dirty data back down", state, plan);
+}
+
+static bool writeback_inflight(const WritePointState *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_writeback_inflight; i++)
+                if (s->writeback_inflight[i] == id)
+                        return true;
+        return false;
+}
+
+/* Early writeback where it helps: over DirtyBackground, devices with headroom, nobody stalling there. */
+static void decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
+                             size_t n_stalls, WritePointState *state, WpPlan *plan) {
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+                bool headroom = c->n_devices > 0;
+                WpAction *a;
+
+                if (!c->policy->dirty_background.set || !c->have_memory || writeback_inflight(state, c->id) ||
+                    c->dirty <= bytes_of(&c->policy->dirty_background, c->memory_limit) ||
+                    state->n_writeback_inflight >= WP_BUDGETS_MAX)
+                        continue;
+                for (size_t d = 0; d < c->n_devices && headroom; d++) {
+                        const WpDevice *x = find_device(dev, n_dev, c->devices[d].major, c->devices[d].minor);
+                        for (size_t k = 0; k < n_stalls; k++)
+                                headroom &= !(stalls[k].major == c->devices[d].major &&
+                                              stalls[k].minor == c->devices[d].minor);
+                        headroom &= !x || !x->capacity || x->write_rate < x->capacity / 10 * 9;
+                }
+                if (!headroom)
+                        continue;
+                a = plan_add(plan, WP_WRITEBACK, c);
+                if (!a)
+                        return;
+                a->value = c->dirty;
+                snprintf(a->reason, sizeof(a->reason), "dirty+writeback %" PRIu64 " over DirtyBackground, devices idle enough",
+                         c->dirty);
+                state->writeback_inflight[state->n_writeback_inflight++] = c->id;
+        }
+}
+
+void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const WpSettings *st,
+                        uint64_t now, WritePointState *state, WpPlan *plan) {
+        Stall stalls[WP_CAPS_MAX];
+        size_t n_stalls;
+
+        plan->n = 0;
+        plan->truncated = false;
+        n_stalls = find_stalls(cg, n, stalls, ELEMENTSOF(stalls));
+        for (size_t k = 0; k < n_stalls; k++) {
+                WpDeviceQuiet *q = quiet_of(state, stalls[k].major, stalls[k].minor, true);
+                if (q)
+                        q->last_stall_usec = now;
+                decide_device(cg, n, &stalls[k], find_device(dev, n_dev, stalls[k].major, stalls[k].minor), st,
+                              state, plan);
+        }
+        relax_caps(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
+        decide_budgets(cg, n, st, state, plan);
+        decide_guard(cg, n, st, state, plan);
+        decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);
+}
+
+void write_point_forget(WritePointState *state, const WpAction *a) {
+        WpCap *cap;
+        WpBudget *b;
+
+        switch (a->kind) {
+        case WP_SET_CAP:
+                cap = find_cap(state, a->cgroup_id, a->major, a->minor);
+                if (cap && a->previous == UINT64_MAX)
+                        remove_cap(state, cap);
+                else if (cap)
+                        cap->wbps = a->previous;
+                break;
+        case WP_SET_BUDGET:
+                b = find_budget(state, a->cgroup_id);
+                if (b)
+                        *b = state->budgets[--state->n_budgets];
+                break;
+        case WP_WRITEBACK:
+                write_point_writeback_done(state, a->cgroup_id);
+                break;
+        default:
+                break;
+        }
+}
+
+void write_point_writeback_done(WritePointState *state, uint64_t id) {
+        for (size_t i = 0; i < state->n_writeback_inflight; i++)
+                if (state->writeback_inflight[i] == id) {
+                        state->writeback_inflight[i] = state->writeback_inflight[--state->n_writeback_inflight];
+                        return;
+                }
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The write point, as a pure function: from this tick's view of the cgroups
+ * that have a policy, the devices they write to and its own state, it
+ * decides a plan of actions. It never touches a file.
+ *
+ * - Write-rate caps: while a protected cgroup's io stall is over its limit,
+ *   the heaviest writers on the devices it uses (not protected, not of higher
+ *   priority, not its ancestors or descendants) get an io.max wbps= cap
+ *   derived from the device's completed rate; the cap steps down while the
+ *   stall lasts, creeps up when it is gone, and is lifted after a quiet hold
+ *   time. Never below the writer's WriteRateMin=.
+ * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
+ *   memory.high is lowered to the level whose per-cgroup dirty limit matches
+ *   the budget; it is restored once the writer is back under DirtyBackground=.
+ * - Targeted writeback: over DirtyBackground=, while its devices have headroom
+ *   and nobody protected is stalling on them.
+ * - Global dirty guard: near the host's dirty threshold, the largest dirtiers
+ *   are bounded through their budgets before the kernel throttles everyone.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "signals.h"
+
+#define WP_CGROUPS_MAX 4096
+#define WP_CAPS_MAX 256
+#define WP_BUDGETS_MAX 256
+#define WP_ACTIONS_MAX 512
+#define WP_CAPPED_PER_DEVICE 4
+
+typedef struct WpCgroup {
+        uint64_t id;
+        const char *path;
+        const Policy *policy;           /* never NULL, mode never off */
+        bool protect;
+        uint32_t io_limit_ppm;          /* effective IOPressureLimit= */
+        bool have_io_stall;
+        uint32_t io_stall_ppm;          /* "some", over the last tick */
+        bool have_memory;
+        uint64_t memory_current;
+        uint64_t file;                  /* page cache, dirty included */
+        uint64_t dirty;                 /* file_dirty + file_writeback */
+        uint64_t memory_limit;          /* memory.max, else memory.high, else host memory */
+        const DeviceRate *devices;
+        uint8_t n_devices;
+} WpCgroup;
+
+typedef struct WpDevice {
+        uint32_t major, minor;
+        uint64_t write_rate;            /* completed, bytes/s */
+        uint64_t capacity;              /* estimate, bytes/s */
+} WpDevice;
+
+typedef struct WpSettings {
+        uint64_t hold_usec;             /* quiet time before a cap is lifted */
+        uint32_t write_rate_min_ppm;    /* default floor, share of device capacity */
+        uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, for the memory.high of a budget */
+        uint32_t global_guard_ppm;      /* share of nr_dirty_threshold that starts the guard */
+        uint64_t host_dirty;            /* nr_dirty + nr_writeback, bytes */
+        uint64_t host_dirty_threshold;  /* bytes; 0: unknown */
+} WpSettings;
+
+typedef struct WpCap {
+        uint64_t cgroup_id;
+        uint32_t major, minor;
+        uint64_t wbps;
+        uint64_t protected_id;          /* the cgroup it protects */
+} WpCap;
+
+typedef struct WpBudget {
+        uint64_t cgroup_id;
+        uint64_t high;                  /* memory.high asked for */
+        bool guard;                     /* set by the global dirty guard */
+} WpBudget;
+
+typedef struct WpDeviceQuiet {
+        uint32_t major, minor;
+        uint64_t last_stall_usec;
+} WpDeviceQuiet;
+
+typedef struct WritePointState {
+        WpCap caps[WP_CAPS_MAX];
+        size_t n_caps;
+        WpBudget budgets[WP_BUDGETS_MAX];
+        size_t n_budgets;
+        WpDeviceQuiet quiet[WP_CAPS_MAX];
+        size_t n_quiet;
+        uint64_t writeback_inflight[WP_BUDGETS_MAX];    /* cgroup ids with a writeback job out */
+        size_t n_writeback_inflight;
+} WritePointState;
+
+typedef enum WpActionKind {
+        WP_SET_CAP,             /* io.max wbps = value on (major:minor) */
+        WP_LIFT_CAP,
+        WP_SET_BUDGET,          /* memory.high = value */
+        WP_LIFT_BUDGET,
+        WP_WRITEBACK,
+} WpActionKind;
+
+const char *wp_action_to_string(WpActionKind k);
+
+typedef struct WpAction {
+        WpActionKind kind;
+        uint64_t cgroup_id;
+        const char *path;
+        bool observe;                   /* Mode=observe: log, do not write */
+        uint32_t major, minor;
+        uint64_t value;
+        uint64_t previous;              /* value before, UINT64_MAX: none */
+        uint64_t protected_id;
+        uint32_t stall_ppm;             /* the protected cgroup's, when it matters */
+        char reason[160];
+} WpAction;
+
+typedef struct WpPlan {
+        WpAction actions[WP_ACTIONS_MAX];
+        size_t n;
+        bool truncated;
+} WpPlan;
+
+/*
+ * Decides this tick's plan. `cgroups` are those with a policy whose mode is
+ * not off (their order does not matter); `devices` the devices they use. The
+ * state is updated as if every action of the plan succeeded; an actuator that
+ * fails calls write_point_forget() so that it is tried again.
+ */
+void write_point_decide(const WpCgroup *cgroups, size_t n_cgroups, const WpDevice *devices, size_t n_devices,
+                        const WpSettings *settings, uint64_t now_usec, WritePointState *state, WpPlan *ret);
+
+/* The action failed: forget what it would have changed in the state. */
+void write_point_forget(WritePointState *state, const WpAction *a);
+
+/* A writeback job for the cgroup finished. */
+void write_point_writeback_done(WritePointState *state, uint64_t cgroup_id);
+
+/* memory.high level whose per-cgroup dirty limit is `budget` (exposed for tests). */
+uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct);
+
+/* Whether `a` is `b` or below it (cgroup paths). */
+bool cgroup_path_is_below(const char *a, const char *b);

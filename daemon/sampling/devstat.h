@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block devices the cgroups write to, with their completed write rate from
+ * /sys/dev/block/M:m/stat (io.stat counts bios at dispatch, which overstates
+ * what a throttled device completes) and an estimate of their capacity: the
+ * highest completion rate seen, decaying slowly so that it can come down.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hostfs.h"
+
+#define DEVSTAT_MAX 64
+
+typedef struct DevStat {
+        uint32_t major, minor;
+        int fd;
+        bool seen;                      /* named by some cgroup's io.stat this tick */
+        uint8_t n_samples;
+        uint64_t sectors_written, sample_usec;
+        uint64_t write_rate;            /* bytes/s completed over the last tick */
+        uint64_t capacity;              /* bytes/s, estimate */
+} DevStat;
+
+typedef struct DevStatTable {
+        DevStat dev[DEVSTAT_MAX];
+        size_t n;
+} DevStatTable;
+
+void devstat_clear(DevStatTable *t);
+
+/* Starts or keeps following device M:m. Full table: NULL. */
+DevStat *devstat_want(DevStatTable *t, uint32_t major, uint32_t minor);
+DevStat *devstat_find(DevStatTable *t, uint32_t major, uint32_t minor);
+
+/* Rereads every device; drops devices nobody named since the last call. */
+void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec);
+
+/* One step of the capacity estimate (exposed for tests). */
+uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate);

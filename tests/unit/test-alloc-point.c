@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of the allocation point's decisions, on plain data. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "alloc-point.h"
+#include "util.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define SEC USEC_PER_SEC
+
+static Policy cold, hog, db;
+static ApCgroup cg[3];
+static ApSettings st;
+static AllocPointState state;
+static ApPlan plan;
+
+static int setup(void **s) {
+        cold = (Policy) { .name = (char *) "cold", .mode = POLICY_MODE_ENFORCE, .priority = 50,
+                          .pressure_target_ppm = 1000, .reclaim_step_max = 16 * MIB, .metadata_cache_max = UINT64_MAX };
+        hog = (Policy) { .name = (char *) "hog", .mode = POLICY_MODE_ENFORCE, .priority = 10,
+                         .reclaim_step_max = 16 * MIB, .metadata_cache_max = UINT64_MAX };
+        db = (Policy) { .name = (char *) "db", .mode = POLICY_MODE_ENFORCE, .priority = 90, .protect = true,
+                        .reclaim_step_max = 16 * MIB, .metadata_cache_max = UINT64_MAX, .pressure_target_ppm = 1000 };
+        cg[0] = (ApCgroup) { .id = 1, .path = "/cold.service", .policy = &cold, .valid = true, .interval_usec = SEC,
+                             .memory_current = 1200 * MIB, .reclaimable = 1100 * MIB, .file_clean = 1000 * MIB,
+                             .slab_reclaimable = 100 * MIB };
+        cg[1] = (ApCgroup) { .id = 2, .path = "/hog.service", .policy = &hog, .valid = true, .interval_usec = SEC,
+                             .memory_current = 500 * MIB, .reclaimable = 400 * MIB };
+        cg[2] = (ApCgroup) { .id = 3, .path = "/db.service", .policy = &db, .valid = true, .interval_usec = SEC,
+                             .memory_current = 800 * MIB, .reclaimable = 700 * MIB };
+        st = (ApSettings) { .global_threshold_ppm = 100000, .host_stall_valid = true, .tick_usec = SEC,
+                            .mem_available = 4000 * MIB, .mem_available_min = 100 * MIB, .throttle_hold_usec = 5 * SEC };
+        memset(&state, 0, sizeof(state));
+        return 0;
+}
+
+static void decide(uint64_t now) {
+        alloc_point_decide(cg, 3, &st, now, &state, &plan);
+}
+
+static const ApAction *find(ApActionKind k, uint64_t id) {
+        for (size_t i = 0; i < plan.n; i++)
+                if (plan.actions[i].kind == k && plan.actions[i].cgroup_id == id)
+                        return &plan.actions[i];
+        return NULL;
+}
+
+static __attribute__((returns_nonnull)) const ApAction *must(ApActionKind k, uint64_t id) {
+        const ApAction *a = find(k, id);
+        if (!a) {
+                fail_msg("no %s for %llu", ap_action_to_string(k), (unsigned long long) id);
+                abort();
+        }
+        return a;
+}
+
+static void test_step_sized_by_distance_to_target(void **s) {
+        decide(1 * SEC);
+        /* No stall at all: a full step. The protected db is never touched. */
+        assert_int_equal(must(AP_RECLAIM, 1)->value, 16 * MIB);
+        assert_null(find(AP_RECLAIM, 3));
+        assert_null(find(AP_RECLAIM, 2)); /* no PressureTarget=, no host pressure */
+        /* One reclaim at a time. */
+        decide(2 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        alloc_point_reclaim_done(&state, 1, 16 * MIB, 17 * MIB, 2 * SEC, SEC);
+        cg[0].stall_ppm = 750; /* a quarter of the target left */
+        decide(3 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, 4 * MIB);
+}
+
+static void test_backoff_over_target_grows(void **s) {
+        cg[0].stall_ppm = 2000;
+        decide(1 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        assert_int_equal(state.cg[0].backoff, 1);
+        assert_int_equal(state.cg[0].next_usec, 3 * SEC);
+        cg[0].stall_ppm = 0;
+        decide(2 * SEC);
+        assert_null(find(AP_RECLAIM, 1)); /* still backing off */
+        cg[0].stall_ppm = 5000;
+        decide(3 * SEC);
+        assert_int_equal(state.cg[0].backoff, 2);
+        assert_int_equal(state.cg[0].next_usec, 7 * SEC);
+        cg[0].stall_ppm = 0;
+        decide(7 * SEC);
+        assert_non_null(find(AP_RECLAIM, 1));
+}
+
+static void test_refaults_climbing_back_off(void **s) {
+        cg[0].refault_rate = 10 * MIB;
+        decide(1 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        assert_int_equal(state.cg[0].backoff, 1);
+        decide(3 * SEC);                /* same refault rate: not climbing any more */
+        assert_non_null(find(AP_RECLAIM, 1));
+}
+
+static void test_floors(void **s) {
+        cold.cache_floor = 1090 * MIB;   /* only 10 MiB above the floor */
+        decide(1 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, 10 * MIB);
+        alloc_point_reclaim_done(&state, 1, 10 * MIB, 10 * MIB, 1 * SEC, SEC);
+        cold.cache_floor = 1100 * MIB;
+        decide(2 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        /* memory.low protects what the kernel would not protect for the written cgroup. */
+        cold.cache_floor = 0;
+        cg[0].protection = 1195 * MIB;
+        decide(3 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, 5 * MIB);
+        assert_int_equal(alloc_point_room(&cg[0]), 5 * MIB);
+}
+
+static void test_metadata_cache_max(void **s) {
+        hog.metadata_cache_max = 64 * MIB;
+        cg[1].slab_reclaimable = 70 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB);
+        assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "MetadataCacheMax"));
+}
+
+static void test_global_pressure_order(void **s) {
+        cold.pressure_target_ppm = 0;
+        st.host_stall_ppm = 200000;
+        decide(1 * SEC);
+        /* Lowest priority first (hog, 10), then cold (50); never the protected db. */
+        assert_int_equal(plan.n, 2);
+        assert_int_equal(plan.actions[0].cgroup_id, 2);
+        assert_int_equal(plan.actions[1].cgroup_id, 1);
+        assert_null(find(AP_RECLAIM, 3));
+        /* MemAvailable under its floor is pressure too. */
+        setup(NULL);
+        cold.pressure_target_ppm = 0;
+        st.mem_available = 50 * MIB;
+        decide(1 * SEC);
+        assert_non_null(find(AP_RECLAIM, 2));
+}
+
+static void test_allocation_throttle(void **s) {
+        hog.allocation_throttle = true;
+        cg[1].growth_rate = 50 * MIB;
+        decide(1 * SEC);
+        assert_null(find(AP_SET_HIGH, 2)); /* no host pressure */
+        st.host_stall_ppm = 300000;
+        decide(2 * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        decide(3 * SEC);                       /* pressure goes on: held */
+        assert_null(find(AP_SET_HIGH, 2));
+        st.host_stall_ppm = 0;
+        decide(4 * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 550 * MIB); /* raised a step */
+        for (uint64_t t = 5; t <= 7; t++) {
+                decide(t * SEC);
+                assert_null(find(AP_LIFT_HIGH, 2));
+        }
+        decide(8 * SEC);
+        assert_non_null(find(AP_LIFT_HIGH, 2)); /* calm for the 5 s hold time since the last pressure at 3 s */
+        decide(9 * SEC);
+        assert_null(find(AP_LIFT_HIGH, 2));
+        assert_null(find(AP_SET_HIGH, 2));
+}
+
+static void test_exempt_and_observe(void **s) {
+        cg[0].exempt = true;
+        decide(1 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        cg[0].exempt = false;
+        cold.mode = POLICY_MODE_OBSERVE;
+        decide(2 * SEC);
+        assert_true(must(AP_RECLAIM, 1)->observe);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_step_sized_by_distance_to_target, setup),
+                cmocka_unit_test_setup(test_backoff_over_target_grows, setup),
+                cmocka_unit_test_setup(test_refaults_climbing_back_off, setup),
+                cmocka_unit_test_setup(test_floors, setup),
+                cmocka_unit_test_setup(test_metadata_cache_max, setup),
+                cmocka_unit_test_setup(test_global_pressure_order, setup),
+                cmocka_unit_test_setup(test_allocation_throttle, setup),
+                cmocka_unit_test_setup(test_exempt_and_observe, setup),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

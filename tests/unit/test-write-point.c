@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of the write point's decisions, on plain data. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "write-point.h"
+#include "util.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define SEC USEC_PER_SEC
+
+static Policy victim_policy, writer_policy, other_policy;
+static DeviceRate victim_dev[1], writer_dev[1], other_dev[1];
+static WpCgroup cg[3];
+static WpDevice dev[1];
+static WpSettings st;
+static WritePointState state;
+static WpPlan plan;
+
+static int setup(void **s) {
+        victim_policy = (Policy) { .name = (char *) "victim", .mode = POLICY_MODE_ENFORCE, .priority = 90, .protect = true };
+        writer_policy = (Policy) { .name = (char *) "writer", .mode = POLICY_MODE_ENFORCE, .priority = 10 };
+        other_policy = (Policy) { .name = (char *) "other", .mode = POLICY_MODE_ENFORCE, .priority = 10 };
+        victim_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 40000 };
+        writer_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 20 * MIB };
+        other_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 1 * MIB };
+        cg[0] = (WpCgroup) { .id = 1, .path = "/victim.slice/db.service", .policy = &victim_policy, .protect = true,
+                             .io_limit_ppm = 100000, .have_io_stall = true, .io_stall_ppm = 0,
+                             .devices = victim_dev, .n_devices = 1 };
+        cg[1] = (WpCgroup) { .id = 2, .path = "/batch.slice/writer.service", .policy = &writer_policy,
+                             .have_memory = true, .memory_current = 300 * MIB, .file = 280 * MIB,
+                             .memory_limit = 1024 * MIB, .devices = writer_dev, .n_devices = 1 };
+        cg[2] = (WpCgroup) { .id = 3, .path = "/batch.slice/small.service", .policy = &other_policy,
+                             .devices = other_dev, .n_devices = 1 };
+        dev[0] = (WpDevice) { .major = 8, .minor = 0, .write_rate = 16 * MIB, .capacity = 16 * MIB };
+        st = (WpSettings) { .hold_usec = 10 * SEC, .write_rate_min_ppm = 100000, .dirty_ratio_pct = 20,
+                            .global_guard_ppm = 800000 };
+        memset(&state, 0, sizeof(state));
+        return 0;
+}
+
+static void decide(uint64_t now) {
+        write_point_decide(cg, 3, dev, 1, &st, now, &state, &plan);
+}
+
+static const WpAction *find(WpActionKind k, uint64_t id) {
+        for (size_t i = 0; i < plan.n; i++)
+                if (plan.actions[i].kind == k && plan.actions[i].cgroup_id == id)
+                        return &plan.actions[i];
+        return NULL;
+}
+
+static __attribute__((returns_nonnull)) const WpAction *must(WpActionKind k, uint64_t id) {
+        const WpAction *a = find(k, id);
+
+        if (!a) {
+                fail_msg("no %s action for cgroup %llu", wp_action_to_string(k), (unsigned long long) id);
+                abort();
+        }
+        return a;
+}
+
+static void test_nobody_capped_without_stall(void **s) {
+        decide(1 * SEC);
+        assert_int_equal(plan.n, 0);
+        cg[0].io_stall_ppm = 100000; /* at the limit is not over it */
+        decide(2 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **s) {
+        const WpAction *a;
+
+        cg[0].io_stall_ppm = 350000;
+        decide(1 * SEC);
+        a = must(WP_SET_CAP, 2);
+        /* min(its 20 MiB/s, the device's 16 MiB/s completed) * 3/4 */
+        assert_int_equal(a->value, 12 * MIB);
+        assert_true(a->previous == UINT64_MAX);
+        assert_int_equal(a->protected_id, 1);
+        assert_int_equal(a->stall_ppm, 350000);
+        assert_false(a->observe);
+        assert_non_null(strstr(a->reason, "/victim.slice/db.service stalls 35.00%"));
+        /* The small writer (a twentieth of the heaviest) and the victim itself are left alone. */
+        assert_null(find(WP_SET_CAP, 3));
+        assert_null(find(WP_SET_CAP, 1));
+
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+        for (int t = 3; t < 20; t++)
+                decide((uint64_t) t * SEC);
+        /* Floor: 10% of the 16 MiB/s capacity, but at least 1 MiB/s. */
+        assert_int_equal(state.caps[0].wbps, MAX(16 * MIB / 10, MIB));
+        decide(21 * SEC);
+        assert_null(find(WP_SET_CAP, 2)); /* at its floor: nothing more to do */
+}
+
+static void test_policy_floor(void **s) {
+        writer_policy.write_rate_min = (SizeOrPercent) { .set = true, .bytes = 10 * MIB };
+        cg[0].io_stall_ppm = 900000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 10 * MIB);
+        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "at WriteRateMin"));
+}
+
+static void test_creep_up_then_lift_after_hold(void **s) {
+        const WpAction *a;
+
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        assert_int_equal(state.n_caps, 1);
+        cg[0].io_stall_ppm = 1000;
+        decide(2 * SEC);
+        a = must(WP_SET_CAP, 2);
+        assert_int_equal(a->value, 12 * MIB + 16 * MIB / 10);
+        assert_non_null(strstr(a->reason, "under their limit"));
+        /* Creeping reaches the device's capacity: lifted. */
+        decide(3 * SEC);
+        decide(4 * SEC);
+        a = must(WP_LIFT_CAP, 2);
+        assert_int_equal(state.n_caps, 0);
+
+        /* Or, without capacity known, lifted once quiet for the hold time. */
+        dev[0].capacity = 0;
+        cg[0].io_stall_ppm = 500000;
+        decide(20 * SEC);
+        cg[0].io_stall_ppm = 0;
+        for (uint64_t t = 21; t < 30; t++) {
+                decide(t * SEC);
+                assert_null(find(WP_LIFT_CAP, 2));
+        }
+        decide(30 * SEC);
+        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_int_equal(state.n_caps, 0);
+}
+
+static void test_never_cap_relatives_protected_or_higher_priority(void **s) {
+        /* The writer is the protected cgroup's parent: capping it would cap the victim. */
+        cg[1].path = "/victim.slice";
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        assert_null(find(WP_SET_CAP, 2));
+        cg[1].path = "/batch.slice/writer.service";
+        writer_policy.priority = 95;
+        decide(2 * SEC);
+        assert_null(find(WP_SET_CAP, 2));
+        writer_policy.priority = 10;
+        cg[1].protect = true;
+        decide(3 * SEC);
+        assert_null(find(WP_SET_CAP, 2));
+}
+
+static void test_observe_mode_is_marked(void **s) {
+        writer_policy.mode = POLICY_MODE_OBSERVE;
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        assert_true(must(WP_SET_CAP, 2)->observe);
+}
+
+static void test_gone_writer_is_lifted(void **s) {
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        assert_int_equal(state.n_caps, 1);
+        cg[1].id = 99; /* the capped cgroup is no longer among those with a policy */
+        cg[0].io_stall_ppm = 0;
+        decide(2 * SEC);
+        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_int_equal(state.n_caps, 0);
+}
+
+static void test_dirty_budget_with_hysteresis(void **s) {
+        const WpAction *a;
+
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 64 * MIB };
+        writer_policy.dirty_background = (SizeOrPercent) { .set = true, .bytes = 32 * MIB };
+        cg[1].dirty = 60 * MIB;
+        decide(1 * SEC);
+        assert_null(find(WP_SET_BUDGET, 2));
+        cg[1].dirty = 80 * MIB;
+        decide(2 * SEC);
+        a = must(WP_SET_BUDGET, 2);
+        /* 20 MiB that is not page cache, plus room for 64 MiB * 100 / 20 of cache. */
+        assert_int_equal(a->value, 20 * MIB + 320 * MIB);
+        cg[1].dirty = 40 * MIB;       /* under the limit but over the background: kept */
+        decide(3 * SEC);
+        assert_null(find(WP_LIFT_BUDGET, 2));
+        cg[1].dirty = 20 * MIB;
+        decide(4 * SEC);
+        assert_non_null(find(WP_LIFT_BUDGET, 2));
+        assert_int_equal(state.n_budgets, 0);
+
+        /* A budget in percent of the memory limit. */
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 50000 };
+        writer_policy.dirty_background = (SizeOrPercent) {};
+        cg[1].dirty = 52 * MIB;       /* 5% of 1 GiB is 51.2 MiB */
+        decide(5 * SEC);
+        assert_non_null(find(WP_SET_BUDGET, 2));
+}
+
+static void test_global_guard(void **s) {
+        st.host_dirty_threshold = 1000 * MIB;
+        st.host_dirty = 790 * MIB;
+        cg[1].dirty = 200 * MIB;
+        decide(1 * SEC);
+        assert_null(find(WP_SET_BUDGET, 2));
+        st.host_dirty = 810 * MIB;
+        decide(2 * SEC);
+        assert_non_null(find(WP_SET_BUDGET, 2));
+        assert_non_null(strstr(must(WP_SET_BUDGET, 2)->reason, "dirty threshold"));
+        assert_null(find(WP_SET_BUDGET, 1)); /* protected: never */
+        st.host_dirty = 700 * MIB;             /* between the stop and start marks: kept */
+        decide(3 * SEC);
+        assert_null(find(WP_LIFT_BUDGET, 2));
+        st.host_dirty = 500 * MIB;
+        decide(4 * SEC);
+        assert_non_null(find(WP_LIFT_BUDGET, 2));
+}
+
+static void test_writeback_only_with_headroom(void **s) {
+        writer_policy.dirty_background = (SizeOrPercent) { .set = true, .bytes = 32 * MIB };
+        cg[1].dirty = 100 * MIB;
+        dev[0].write_rate = 16 * MIB; /* saturated */
+        decide(1 * SEC);
+        assert_null(find(WP_WRITEBACK, 2));
+        dev[0].write_rate = 2 * MIB;
+        cg[0].io_stall_ppm = 500000;  /* room, but a protected cgroup stalls there */
+        decide(2 * SEC);
+        assert_null(find(WP_WRITEBACK, 2));
+        cg[0].io_stall_ppm = 0;
+        decide(3 * SEC);
+        assert_non_null(find(WP_WRITEBACK, 2));
+        decide(4 * SEC);
+        assert_null(find(WP_WRITEBACK, 2)); /* one at a time */
+        write_point_writeback_done(&state, 2);
+        decide(5 * SEC);
+        assert_non_null(find(WP_WRITEBACK, 2));
+}
+
+static void test_forget_failed_cap(void **s) {
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        write_point_forget(&state, find(WP_SET_CAP, 2));
+        assert_int_equal(state.n_caps, 0);
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB); /* tried again from scratch */
+}
+
+static void test_paths(void **s) {
+        assert_true(cgroup_path_is_below("/a/b", "/a"));
+        assert_true(cgroup_path_is_below("/a", "/a"));
+        assert_false(cgroup_path_is_below("/ab", "/a"));
+        assert_true(cgroup_path_is_below("/x", "/"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_nobody_capped_without_stall, setup),
+                cmocka_unit_test_setup(test_stall_caps_the_heaviest_writer_then_steps_down_to_floor, setup),
+                cmocka_unit_test_setup(test_policy_floor, setup),
+                cmocka_unit_test_setup(test_creep_up_then_lift_after_hold, setup),
+                cmocka_unit_test_setup(test_never_cap_relatives_protected_or_higher_priority, setup),
+                cmocka_unit_test_setup(test_observe_mode_is_marked, setup),
+                cmocka_unit_test_setup(test_gone_writer_is_lifted, setup),
+                cmocka_unit_test_setup(test_dirty_budget_with_hysteresis, setup),
+                cmocka_unit_test_setup(test_global_guard, setup),
+                cmocka_unit_test_setup(test_writeback_only_with_headroom, setup),
+                cmocka_unit_test_setup(test_forget_failed_cap, setup),
+                cmocka_unit_test_setup(test_paths, setup),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
