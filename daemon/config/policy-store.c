@@ -211,8 +211,21 @@ static int edit_emit_key(Edit *e, const char *key, size_t len) {
         return 0;
 }
 
+static int edit_push(Edit *e, const char *line, bool in_policy) {
+        int r = lines_push(&e->out, line);
+
+        if (r >= 0 && in_policy)
+                e->policy_end = e->out.n;
+        return r;
+}
+
+/*
+ * Goes through the old lines as libinih reads them: after a key, an indented
+ * line that is not a comment continues that key's value (even after blank
+ * lines, and even if it starts with '['), so it goes or stays with its key.
+ */
 static int edit_lines(Edit *e, const Lines *old) {
-        bool in_policy = false, skipping = false;
+        bool in_policy = false, after_key = false, skipping = false;
         int r;
 
         for (size_t i = 0; i < old->n; i++) {
@@ -221,38 +234,53 @@ static int edit_lines(Edit *e, const Lines *old) {
 
                 while (isspace((unsigned char) *t))
                         t++;
-                /* Continuation lines of a removed key go with it. */
-                if (skipping && t != line && *t && !strchr(";#", *t))
-                        continue;
-                skipping = false;
-                if (*t == '[') {
+                if (!*t || strchr(";#", *t))
+                        r = lines_push(&e->out, line);          /* blank or comment: kept, changes nothing */
+                else if (t != line && after_key)
+                        r = skipping ? 0 : edit_push(e, line, in_policy);
+                else if (*t == '[') {
                         in_policy = strncmp(t, "[Policy]", 8) == 0;
                         e->policy_seen |= in_policy;
-                } else if (in_policy && *t && !strchr(";#", *t) && (klen = line_key(t, &key)) > 0 &&
-                           (list_has_key(e->set, e->n_set, key, klen, true) ||
-                            list_has_key(e->unset, e->n_unset, key, klen, false))) {
-                        skipping = true;
-                        r = edit_emit_key(e, key, klen);
-                        if (r < 0)
-                                return r;
-                        continue;
+                        after_key = skipping = false;
+                        r = edit_push(e, line, in_policy);
+                } else {
+                        after_key = true;
+                        klen = line_key(t, &key);
+                        skipping = in_policy && klen > 0 &&
+                                   (list_has_key(e->set, e->n_set, key, klen, true) ||
+                                    list_has_key(e->unset, e->n_unset, key, klen, false));
+                        r = skipping ? edit_emit_key(e, key, klen) : edit_push(e, line, in_policy);
                 }
-                r = lines_push(&e->out, line);
                 if (r < 0)
                         return r;
-                if (in_policy && *t && !strchr(";#", *t))
-                        e->policy_end = e->out.n;
         }
         return 0;
 }
 
-/* Assignments of keys the old text did not have go to the end of [Policy]. */
+/* Whether the first line from `at` that is not blank or a comment is indented. */
+static bool next_is_indented(const Lines *l, size_t at) {
+        for (size_t i = at; i < l->n; i++) {
+                const char *t = l->v[i];
+
+                while (isspace((unsigned char) *t))
+                        t++;
+                if (*t && !strchr(";#", *t))
+                        return t != l->v[i];
+        }
+        return false;
+}
+
+/* Assignments of keys the old text did not have go to the end of [Policy], grouped by key. */
 static int edit_append_new(Edit *e) {
         int r;
 
         for (size_t i = 0; i < e->n_set; i++) {
                 if (e->emitted[i])
                         continue;
+                /* An indented line right after the insertion point would turn into a continuation
+                 * of what is inserted: then the new keys go to a [Policy] of their own at the end. */
+                if (e->policy_seen && next_is_indented(&e->out, e->policy_end))
+                        e->policy_seen = false;
                 if (!e->policy_seen) {
                         if (e->out.n > 0 && e->out.v[e->out.n - 1][0] != '\0' && (r = lines_push(&e->out, "")) < 0)
                                 return r;
@@ -261,10 +289,15 @@ static int edit_append_new(Edit *e) {
                         e->policy_seen = true;
                         e->policy_end = e->out.n;
                 }
-                r = lines_insert(&e->out, e->policy_end++, e->set[i], strlen(e->set[i]));
-                if (r < 0)
-                        return r;
-                e->emitted[i] = true;
+                /* All assignments of one key together, as a later edit will put them. */
+                for (size_t j = i; j < e->n_set; j++) {
+                        if (e->emitted[j] || !assignment_has_key(e->set[j], e->set[i], strcspn(e->set[i], "=")))
+                                continue;
+                        r = lines_insert(&e->out, e->policy_end++, e->set[j], strlen(e->set[j]));
+                        if (r < 0)
+                                return r;
+                        e->emitted[j] = true;
+                }
         }
         return 0;
 }

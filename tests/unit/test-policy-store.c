@@ -87,12 +87,23 @@ static void test_edit_in_place(void **state) {
 
 static void test_edit_continuations_and_spacing(void **state) {
         const char *set[] = { "Match=c.service" };
+        const char *set_mode[] = { "Mode=on" };
         const char *unset[] = { "Mode" };
 
         /* A value continued on indented lines is removed whole; "Key = value" and "Key: value" count. */
         edit_ok("[Policy]\nMatch=a.service\n  b.service\n  ; a comment stays\nMode = off\n", "p", set, 1, NULL, 0,
                 "[Policy]\nMatch=c.service\n  ; a comment stays\nMode = off\n");
         edit_ok("[Policy]\nMatch=a.service\nMode: off\n", "p", NULL, 0, unset, 1, "[Policy]\nMatch=a.service\n");
+        /* As libinih reads it, an indented line after a key continues it, even one starting with '['
+         * and even after a blank line: new keys go after it, and it goes with its key. */
+        edit_ok("[Policy]\nMatch=a.service\n\n  [x]\n", "p", set_mode, 1, NULL, 0,
+                "[Policy]\nMatch=a.service\n\n  [x]\nMode=on\n");
+        edit_ok("[Policy]\nMode=off\n  [x]\nMatch=a.service\n", "p", set_mode, 1, NULL, 0,
+                "[Policy]\nMode=on\nMatch=a.service\n");
+        /* Right after a header an indented line is no continuation; inserting there would make it
+         * one, so the new key gets a section of its own. */
+        edit_ok("[Policy]\n  [Other]\n", "p", set_mode, 1, NULL, 0, "[Policy]\n  [Other]\n\n[Policy]\nMode=on\n");
+        edit_ok("[Policy]\n  Match=a.service\n", "p", set_mode, 1, NULL, 0, "[Policy]\n  Match=a.service\nMode=on\n");
         /* Text without a final newline, and without a [Policy] section. */
         edit_ok("# only a comment", "p", set, 1, NULL, 0, "# only a comment\n\n[Policy]\nMatch=c.service\n");
 }
