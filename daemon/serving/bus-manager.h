@@ -23,15 +23,15 @@
 /* Bounds on what SetPolicy/UnsetPolicy take. */
 #define BUS_POLICY_ARGS_MAX 64
 
+/* Shared by the method files. */
+Manager *bus_manager_of(const BusConnection *c);
+/* The configuration root policies are written below ("" for the real one). */
+const char *bus_manager_config_root(const Manager *m);
+/* 0 if the caller may `what`; otherwise AccessDenied, saying who may. */
+int bus_manager_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
+/* A unit name or cgroup path to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
+int bus_manager_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
+
 /* Registers the API on a new connection (its userdata is the connection). */
 int bus_manager_attach(BusConnection *c);
 
-/* How long Writeback(wait=true) waits for the writeback to finish. */
-#define BUS_WAIT_USEC (60 * USEC_PER_SEC)
-
-/* The policy writer the API's policy changes go through, and the waiters' timer. */
-int bus_manager_writer_new(BusServer *s);
-void bus_manager_writer_free(BusServer *s);
-
-/* Every event the daemon records: answers the callers waiting for it. */
-void bus_manager_on_event(BusServer *s, const Event *e);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus-changes.h"
 #include "bus-manager.h"
 #include "policy-writer.h"
 #include "util.h"
@@ -319,7 +320,7 @@ static size_t connections_of_uid(const BusServer *s, uid_t uid) {
         return n;
 }
 
-static size_t connections_open(const BusServer *s) {
+size_t bus_server_connections(const BusServer *s) {
         size_t n = 0;
 
         for (size_t i = 0; i < s->n_connections; i++)
@@ -350,7 +351,7 @@ static void accept_one(BusServer *s, int fd) {
                 close(fd);
                 return;
         }
-        a = bus_admission(connections_open(s), connections_of_uid(s, creds.uid), creds.uid);
+        a = bus_admission(bus_server_connections(s), connections_of_uid(s, creds.uid), creds.uid);
         if (a != BUS_ADMIT) {
                 refuse(s, &creds, a);
                 peer_creds_clear(&creds);
@@ -449,7 +450,7 @@ static int listen_on(const char *path, int *ret) {
 static void on_event(Manager *m, const Event *e, void *userdata) {
         BusServer *s = userdata;
 
-        bus_manager_on_event(s, e);
+        bus_changes_on_event(s, e);
         for (size_t i = 0; i < s->n_connections; i++) {
                 BusConnection *c = s->connections[i];
                 uint64_t queued = 0;
@@ -494,7 +495,7 @@ int bus_server_new(Manager *m, const char *path, BusServer **ret) {
         if (r >= 0)
                 r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
         if (r >= 0)
-                r = bus_manager_writer_new(s);
+                r = bus_changes_init(s);
         if (r < 0)
                 return log_error_errno(r, "Cannot serve the control socket: %m");
         (void) sd_event_source_set_description(s->listen_source, "control-listen");
@@ -513,7 +514,7 @@ BusServer *bus_server_free(BusServer *s) {
                 s->manager->event_hook = NULL;
                 s->manager->event_hook_userdata = NULL;
         }
-        bus_manager_writer_free(s);
+        bus_changes_deinit(s);
         for (size_t i = 0; i < s->n_connections; i++)
                 connection_free(s->connections[i]);
         free(s->connections);

@@ -79,6 +79,7 @@ struct BusServer {
         char *admin_group;
         bool have_admin_gid;
         gid_t admin_gid;
+        uint64_t admin_group_checked_usec;
 };
 
 /*
@@ -92,6 +93,9 @@ static inline void bus_server_freep(BusServer **s) {
         if (*s)
                 bus_server_free(*s);
 }
+
+/* Connections open (not ended). */
+size_t bus_server_connections(const BusServer *s);
 
 /* Ends a connection (now or after its callback returns); `why` is logged at debug level. */
 void bus_connection_kill(BusConnection *c, const char *why);
