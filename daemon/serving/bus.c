@@ -251,6 +251,10 @@ static int connection_setup_bus(BusConnection *c, int relay_peer) {
                 r = sd_bus_set_anonymous(c->bus, 1);
         if (r >= 0)
                 r = sd_bus_negotiate_fds(c->bus, 0);
+        /* sd-bus would flush each connection when the loop exits, blocking on a client that never
+         * finished authenticating; connections are closed without waiting instead (bus_server_free). */
+        if (r >= 0)
+                r = sd_bus_set_close_on_exit(c->bus, 0);
         if (r >= 0)
                 r = sd_bus_add_match(c->bus, NULL, "type='signal',path='/org/freedesktop/DBus/Local',"
                                      "interface='org.freedesktop.DBus.Local',member='Disconnected'",
