@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +213,17 @@ static int resolve_cgroup_root(const Options *o, const Config *c, char **ret) {
         return 0;
 }
 
+/* Each watched cgroup keeps a few files open: take every descriptor allowed. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(errno, "Cannot raise the file descriptor limit: %m");
+}
+
 static int run_sample_once(const Options *o, const char *cgroup_root) {
         _cleanup_(observer_freep) Observer *obs = NULL;
         struct timespec ts;
@@ -275,6 +287,7 @@ int main(int argc, char **argv) {
                                 .log_level = o.log_level };
         manager_apply_log_level(&margs, config);
 
+        raise_fd_limit();
         r = resolve_cgroup_root(&o, config, &cgroup_root);
         if (r < 0)
                 return EXIT_FAILURE;

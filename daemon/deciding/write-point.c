@@ -235,8 +235,14 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                         continue;
                 lift = !w || !q || now - q->last_stall_usec >= st->hold_usec;
                 if (!lift) {
-                        want = cap->wbps + MAX(d && d->capacity ? d->capacity / 10 : 0, MIB);
-                        lift = d && d->capacity && want >= d->capacity;
+                        uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
+
+                        /* Creep only once the stall has been gone a quarter of the hold
+                         * time, and slowly: a full device queue brings it back at once.
+                         * The cap itself goes only at the end of the hold time. */
+                        if (now - q->last_stall_usec < st->hold_usec / 4 || cap->wbps >= ceiling)
+                                continue;
+                        want = MIN(cap->wbps + MAX(d && d->capacity ? d->capacity / 20 : 0, MIB), ceiling);
                 }
                 a = plan_add(plan, lift ? WP_LIFT_CAP : WP_SET_CAP, w);
                 if (!a)

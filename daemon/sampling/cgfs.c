@@ -125,6 +125,16 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
         return 0;
 }
 
+int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
+        int r = cgroup_read(cg, f, buf, size, ret_len);
+
+        if (f < _CG_FILE_MAX) {
+                closep(&cg->fds[f]);
+                cg->fds[f] = -1;
+        }
+        return r;
+}
+
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {
         return cg_dir_write(cg->dirfd, file, data);
 }

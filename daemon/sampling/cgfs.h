@@ -51,6 +51,7 @@ typedef struct Cgroup {
         uint64_t id;            /* inode number of the cgroup's directory */
         int dirfd;
         int fds[_CG_FILE_MAX];  /* -1 until first read */
+        unsigned absent;        /* bit per CgFile the sampler found missing */
 } Cgroup;
 
 /* Opens the cgroup at `path` ("/" or "/a/b"). -ENOENT if it does not exist. */
@@ -68,6 +69,29 @@ static inline void cgroup_freep(Cgroup **c) {
  * was removed; -EFBIG: it did not fit.
  */
 int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
+
+/* Like cgroup_read, for files read once per rescan: the file is closed again,
+ * since an open cgroupfs file that has been read holds a page of kernel
+ * memory (its seq_file buffer), charged to the reader's cgroup. */
+int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
+
+/*
+ * Files a live cgroup lacks (a controller not enabled there), as the sampler
+ * found them: it skips them at each tick instead of looking them up again,
+ * and the observer forgets them at each rescan, so that a controller enabled
+ * since is seen within one rescan interval.
+ */
+static inline bool cgroup_file_absent(const Cgroup *cg, CgFile f) {
+        return cg->absent & (1u << f);
+}
+
+static inline void cgroup_mark_absent(Cgroup *cg, CgFile f) {
+        cg->absent |= 1u << f;
+}
+
+static inline void cgroup_forget_absent(Cgroup *cg) {
+        cg->absent = 0;
+}
 
 /* Writes `data` to the named file in one write() and checks its length.
  * The errno is the kernel's: -EAGAIN from memory.reclaim is an outcome. */

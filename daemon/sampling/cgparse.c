@@ -7,21 +7,38 @@
 
 #include "util.h"
 
+static bool is_digit(char c) {
+        return (unsigned char) (c - '0') <= 9;
+}
+
 /* Digits from p up to end; returns the position after them or NULL. */
 static const char *scan_u64(const char *p, const char *end, uint64_t *ret) {
+        const char *start = p, *unchecked_end = end - p > 19 ? p + 19 : end;
         uint64_t v = 0;
-        const char *start = p;
 
-        for (; p < end && *p >= '0' && *p <= '9'; p++) {
-                unsigned d = (unsigned) (*p - '0');
-                if (v > (UINT64_MAX - d) / 10)
+        /* Nineteen digits cannot overflow 64 bits: check only past them. */
+        for (; p < unchecked_end && is_digit(*p); p++)
+                v = v * 10 + (unsigned) (*p - '0');
+        for (; p < end && is_digit(*p); p++)
+                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (unsigned) (*p - '0'), &v))
                         return NULL;
-                v = v * 10 + d;
-        }
         if (p == start)
                 return NULL;
         *ret = v;
         return p;
+}
+
+/* scan_u64 for a value nobody asked for: the same verdict, no arithmetic
+ * unless it is long enough to overflow. */
+static const char *skip_u64(const char *p, const char *end) {
+        const char *start = p;
+        uint64_t unused;
+
+        while (p < end && is_digit(*p))
+                p++;
+        if (p == start)
+                return NULL;
+        return p - start < 20 ? p : scan_u64(start, end, &unused);
 }
 
 static const char *line_end(const char *p, const char *end) {
@@ -42,14 +59,40 @@ int cg_parse_u64(const char *buf, size_t len, uint64_t *ret) {
         return p && p == end ? 0 : -EBADMSG;
 }
 
-/* Finds keys[i] equal to [p, p+klen), trying the key after the last match first. */
-static int find_key(const char *const *keys, size_t n_keys, size_t *hint, const char *p, size_t klen) {
-        for (size_t n = 0; n < n_keys; n++) {
-                size_t i = (*hint + n) % n_keys;
-                if (strlen(keys[i]) == klen && memcmp(keys[i], p, klen) == 0) {
-                        *hint = i + 1;
-                        return (int) i;
-                }
+/*
+ * The keys of one parse, grouped by length once per file rather than measured
+ * once per line and key: most lines of memory.stat match no key, and their
+ * length alone rules out nearly every candidate.
+ */
+#define KEYSET_LEN_MAX 48
+
+typedef struct KeySet {
+        const char *const *keys;
+        uint64_t by_len[KEYSET_LEN_MAX];        /* bit i: keys[i] has this length */
+        uint64_t longer;                        /* keys of KEYSET_LEN_MAX bytes or more */
+} KeySet;
+
+static int keyset_init(KeySet *ks, const char *const *keys, size_t n_keys) {
+        if (n_keys > 64)
+                return -EINVAL;
+        memset(ks, 0, sizeof(*ks));
+        ks->keys = keys;
+        for (size_t i = 0; i < n_keys; i++) {
+                size_t l = strlen(keys[i]);
+                if (l < KEYSET_LEN_MAX)
+                        ks->by_len[l] |= UINT64_C(1) << i;
+                else
+                        ks->longer |= UINT64_C(1) << i;
+        }
+        return 0;
+}
+
+/* The index of the key equal to [p, p+klen), or -1. */
+static int keyset_find(const KeySet *ks, const char *p, size_t klen) {
+        for (uint64_t m = klen < KEYSET_LEN_MAX ? ks->by_len[klen] : ks->longer; m; m &= m - 1) {
+                int i = __builtin_ctzll(m);
+                if (memcmp(ks->keys[i], p, klen) == 0 && ks->keys[i][klen] == '\0')
+                        return i;
         }
         return -1;
 }
@@ -62,28 +105,29 @@ static int parse_keyed(const char *buf, size_t len, const char *const *keys, siz
                        uint64_t *ret_found, char sep, bool kb_suffix) {
         const char *p = buf, *end = buf + len;
         uint64_t found = 0;
-        size_t hint = 0;
+        KeySet ks;
 
-        if (n_keys > 64)
+        if (keyset_init(&ks, keys, n_keys) < 0)
                 return -EINVAL;
         while (p < end) {
                 const char *eol = line_end(p, end), *k_end = memchr(p, sep, (size_t) (eol - p)), *v;
-                uint64_t val, mult = 1;
+                uint64_t val = 0, mult = 1;
                 int i;
 
                 if (!k_end || k_end == p)
                         return -EBADMSG;
+                i = keyset_find(&ks, p, (size_t) (k_end - p));
                 v = k_end + 1;
                 while (kb_suffix && v < eol && *v == ' ')
                         v++;
-                v = scan_u64(v, eol, &val);
+                /* Values of other keys are checked, not converted. */
+                v = i >= 0 ? scan_u64(v, eol, &val) : skip_u64(v, eol);
                 if (!v)
                         return -EBADMSG;
                 if (kb_suffix && eol - v == 3 && memcmp(v, " kB", 3) == 0)
                         mult = 1024;
                 else if (v != eol)
                         return -EBADMSG;
-                i = find_key(keys, n_keys, &hint, p, (size_t) (k_end - p));
                 if (i >= 0) {
                         if (val > UINT64_MAX / mult)
                                 return -EBADMSG;

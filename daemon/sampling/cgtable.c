@@ -14,6 +14,7 @@ typedef struct Refresh {
         const CgRoot *root;
         CgEntry *added;         /* opened during this walk, merged at its end */
         size_t n_added;
+        size_t out_of_fds;      /* cgroups that could not be opened for lack of descriptors */
 } Refresh;
 
 static int entry_cmp(const void *a, const void *b) {
@@ -53,6 +54,10 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 return 0;
         if (r == -ENOMEM)
                 return r;
+        if (r == -EMFILE || r == -ENFILE) {
+                rf->out_of_fds++;
+                return 0;
+        }
         if (r < 0) {
                 log_debug_errno(r, "%s: cannot open: %m", path);
                 return 0;
@@ -84,6 +89,16 @@ static int refresh_merge(Refresh *rf) {
         t->n = kept;
         if (rf->n_added == 0)
                 return 0;
+        if (t->n == 0) {
+                /* The first scan (or everything replaced): the new entries become
+                 * the table as they are, never copied, so that the peak is one table. */
+                free(t->entries);
+                t->entries = TAKE_PTR(rf->added);
+                t->n = t->added = rf->n_added;
+                rf->n_added = 0;
+                qsort(t->entries, t->n, sizeof(CgEntry), entry_cmp);
+                return 0;
+        }
         n = realloc(t->entries, (t->n + rf->n_added) * sizeof(CgEntry));
         if (!n)
                 return -ENOMEM;
@@ -113,6 +128,9 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
         for (size_t i = 0; i < rf.n_added; i++)
                 cgroup_free(rf.added[i].cg);
         free(rf.added);
+        if (rf.out_of_fds > 0)
+                log_warning("Out of file descriptors: %zu cgroups are not watched. Each takes about six; "
+                            "raise LimitNOFILE= of the service", rf.out_of_fds);
         return r;
 }
 

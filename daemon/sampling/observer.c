@@ -47,6 +47,7 @@ int observer_rescan(Observer *o) {
                 log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m", o->root->path);
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
+                cgroup_forget_absent(e->cg);
                 if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
         }

@@ -55,10 +55,19 @@ const char *const vmstat_keys[_VMSTAT_MAX] = {
 
 /* Reads one file; 1 if read, 0 if the cgroup lacks it, -ENODEV if gone. */
 static int read_part(Cgroup *cg, CgFile f, char *buf, size_t *len) {
-        int r = cgroup_read(cg, f, buf, SAMPLE_BUF_SIZE, len);
+        int r;
 
-        if (r == -ENOENT || r == -ENODEV)
-                return cgroup_gone(cg) ? -ENODEV : 0;
+        /* Known missing since the last rescan: no lookup. Had the cgroup gone
+         * since, its files kept open would say so (-ENODEV). */
+        if (cgroup_file_absent(cg, f))
+                return 0;
+        r = cgroup_read(cg, f, buf, SAMPLE_BUF_SIZE, len);
+        if (r == -ENOENT || r == -ENODEV) {
+                if (cgroup_gone(cg))
+                        return -ENODEV;
+                cgroup_mark_absent(cg, f);
+                return 0;
+        }
         if (r < 0) {
                 log_debug_errno(r, "%s: reading %s failed: %m", cg->path, cg_file_name(f));
                 return 0;
@@ -141,13 +150,13 @@ int sampler_read_limits(Cgroup *cg, CgroupLimits *ret) {
 
         ret->have = 0;
         for (size_t i = 0; i < _LIMIT_MAX; i++) {
-                r = cgroup_read(cg, files[i], buf, sizeof(buf), &len);
+                r = cgroup_read_once(cg, files[i], buf, sizeof(buf), &len);
                 if (r < 0 && cgroup_gone(cg))
                         return -ENODEV;
                 if (r >= 0 && cg_parse_u64(buf, len, &ret->limit[i]) >= 0)
                         ret->have |= 1u << i;
         }
-        r = cgroup_read(cg, CG_MEMORY_EVENTS, buf, sizeof(buf), &len);
+        r = cgroup_read_once(cg, CG_MEMORY_EVENTS, buf, sizeof(buf), &len);
         if (r < 0 && cgroup_gone(cg))
                 return -ENODEV;
         if (r >= 0 && cg_parse_flat_keyed(buf, len, memory_event_keys, _EVENT_MAX, ret->events, NULL) >= 0)

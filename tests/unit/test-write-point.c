@@ -116,28 +116,33 @@ static void test_creep_up_then_lift_after_hold(void **s) {
         decide(1 * SEC);
         assert_int_equal(state.n_caps, 1);
         cg[0].io_stall_ppm = 1000;
+        /* Quiet for less than a quarter of the 10 s hold time: held as it is. */
         decide(2 * SEC);
-        a = must(WP_SET_CAP, 2);
-        assert_int_equal(a->value, 12 * MIB + 16 * MIB / 10);
-        assert_non_null(strstr(a->reason, "under their limit"));
-        /* Creeping reaches the device's capacity: lifted. */
         decide(3 * SEC);
+        assert_int_equal(plan.n, 0);
+        /* Then up by 5 % of the device per tick, to 90 % of it at most. */
         decide(4 * SEC);
-        a = must(WP_LIFT_CAP, 2);
+        a = must(WP_SET_CAP, 2);
+        assert_int_equal(a->value, 13 * MIB); /* 5 % of 16 MiB/s is under the 1 MiB/s minimum step */
+        assert_non_null(strstr(a->reason, "under their limit"));
+        for (uint64_t t = 5; t < 11; t++)
+                decide(t * SEC);
+        assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
+        assert_null(find(WP_LIFT_CAP, 2));
+        /* Lifted once quiet for the whole hold time. */
+        decide(11 * SEC);
+        assert_non_null(find(WP_LIFT_CAP, 2));
         assert_int_equal(state.n_caps, 0);
 
-        /* Or, without capacity known, lifted once quiet for the hold time. */
-        dev[0].capacity = 0;
+        /* A stall while creeping steps it down again. */
         cg[0].io_stall_ppm = 500000;
         decide(20 * SEC);
         cg[0].io_stall_ppm = 0;
-        for (uint64_t t = 21; t < 30; t++) {
-                decide(t * SEC);
-                assert_null(find(WP_LIFT_CAP, 2));
-        }
-        decide(30 * SEC);
-        assert_non_null(find(WP_LIFT_CAP, 2));
-        assert_int_equal(state.n_caps, 0);
+        decide(24 * SEC);
+        assert_int_equal(state.caps[0].wbps, 13 * MIB);
+        cg[0].io_stall_ppm = 500000;
+        decide(25 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 13 * MIB / 4 * 3);
 }
 
 static void test_never_cap_relatives_protected_or_higher_priority(void **s) {

@@ -19,7 +19,7 @@ sample() { "$MDRECLAIMD" --sample-once --json; }
 
 cat <<EOT
 mdreclaim demo: Debian's $(uname -r) kernel under qemu, systemd $(systemctl --version | awk 'NR == 1 { print $2 }') as PID 1,
-a 1 GiB ext4 disk throttled to 16 MiB/s, $(( $(awk '/MemTotal/ { print $2 }' /proc/meminfo) / 1024 )) MiB of memory.
+a 4 GiB ext4 disk throttled to 16 MiB/s, $(( $(awk '/MemTotal/ { print $2 }' /proc/meminfo) / 1024 )) MiB of memory.
   mdr-victim.service  rewrites 4 KiB of a 1 MiB file and fdatasyncs it, over and over
   mdr-writer.service  dd, writing as fast as the page cache lets it
 EOT

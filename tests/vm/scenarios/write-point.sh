@@ -1,0 +1,172 @@
+#!/bin/bash
+# vm-fs: ext4
+# vm-write-bps: 16777216
+# The write point on a real kernel, side by side in one run: a bulk writer
+# (dd) beside a victim that makes small synchronous writes, on a disk qemu
+# holds to 16 MiB/s. Cases: the victim alone; kernel alone; a static io.max
+# on the writer at 72 % of the device; mdreclaimd enforcing with the victim
+# protected. Then the writer alone with and without the daemon (it must not
+# be capped when nobody protected stalls), and a kill -9 of the daemon while
+# a cap is applied: the next start restores it.
+#
+# As "write-point" (the VM suite) the cases are short and what is asserted is
+# what must hold every time: a cap while the victim stalls, none left after a
+# stop or a crash, no cap when nobody stalls. The side-by-side figures are
+# printed; under TCG they vary from run to run, so they are a benchmark:
+# "bench-write-point" (the same script) runs longer cases on every --fs given:
+#   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --fs ext4,xfs,btrfs bench-write-point
+. "$(dirname "$0")/lib.sh"
+need_daemon
+
+victim=$MDR_VMDIR/helpers/victim
+case $MDR_SCENARIO_NAME in
+bench-*) bench=1 secs=24 ;;
+*) bench=0 secs=10 ;;
+esac
+conf=/tmp/mdr-conf
+state=/tmp/mdr-state
+bps=${MDR_WRITE_BPS:-16777216}
+
+vcg=$(new_cgroup mdr-victim) || fatal "cannot create the victim's cgroup"
+wcg=$(new_cgroup mdr-writer) || fatal "cannot create the writer's cgroup"
+check "io.max exists for the writer" test -e "$wcg/io.max"
+
+mkdir -p "$conf/etc/mdreclaim/policies.d" "$state"
+cat > "$conf/etc/mdreclaim/mdreclaimd.conf" <<EOT
+[Daemon]
+Interval=500ms
+RescanInterval=2s
+[WritePoint]
+IOPressureLimit=10%
+CapHoldTime=5s
+EOT
+printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
+    > "$conf/etc/mdreclaim/policies.d/victim.conf"
+printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\n' \
+    > "$conf/etc/mdreclaim/policies.d/writer.conf"
+
+sectors_written() { awk '{ print $7 }' "/sys/dev/block/$devno/stat"; }
+wbps_now() { awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' "$wcg/io.max"; }
+settle() { sync; echo 3 > /proc/sys/vm/drop_caches; rm -f "$mnt"/bulk; sync; }
+
+daemon_pid=
+start_daemon() {
+    "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
+        --log-level info 2>> /tmp/daemon.log &
+    daemon_pid=$!
+    sleep 2
+}
+stop_daemon() { # SIGNAL
+    kill "-$1" "$daemon_pid" 2>/dev/null
+    wait "$daemon_pid" 2>/dev/null
+    daemon_pid=
+}
+
+# run_case NAME: the victim beside the writer for $secs; prints the victim's
+# line and records the writer's completed MiB/s.
+run_case() {
+    local name=$1 s0 s1 t0
+    settle
+    s0=$(sectors_written)
+    t0=$(now)
+    in_cgroup "$wcg" timeout "$secs" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+    writer=$!
+    in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" | tee "/tmp/case-$name"
+    wait "$writer"
+    s1=$(sectors_written)
+    awk -v a="$s0" -v b="$s1" -v t="$(since "$t0")" 'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' \
+        > "/tmp/wrate-$name"
+    note "$name: writer completed $(cat "/tmp/wrate-$name") MiB/s on the device"
+}
+
+# writer_alone NAME: the writer alone for $secs, completed MiB/s
+writer_alone() {
+    local s0 t0
+    settle
+    s0=$(sectors_written)
+    t0=$(now)
+    in_cgroup "$wcg" timeout "$secs" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none
+    awk -v a="$s0" -v b="$(sectors_written)" -v t="$(since "$t0")" \
+        'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' > "/tmp/wrate-$1"
+    note "$1: writer alone completed $(cat "/tmp/wrate-$1") MiB/s"
+}
+
+one_fs() {
+fs=$1
+mnt=/mnt/$fs
+dev=$(findmnt -no SOURCE "$mnt")
+devno=$(cat "/sys/class/block/${dev#/dev/}/dev")
+echo "==== $fs ($dev, $devno)"
+echo "== victim alone"
+settle
+in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' alone)" | tee /tmp/case-alone
+
+echo "== kernel alone"
+run_case kernel
+
+echo "== static io.max on the writer, 72 % of the device"
+echo "$devno wbps=$((bps * 72 / 100))" > "$wcg/io.max"
+run_case static-72
+echo "$devno wbps=max" > "$wcg/io.max"
+
+echo "== mdreclaimd enforcing, victim protected"
+: > /tmp/daemon.log
+start_daemon
+run_case mdreclaimd
+capped=$(grep -c 'cap-writes\|ACTION=cap-writes\|io.max .* wbps' /tmp/daemon.log)
+stop_daemon TERM
+check_cmp "the daemon capped the writer while the victim stalled (events)" "$capped" -gt 0
+check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+
+echo "== the writer alone: kernel, then mdreclaimd (nobody protected stalls)"
+writer_alone writer-kernel
+start_daemon
+writer_alone writer-mdreclaimd
+stop_daemon TERM
+
+echo "== kill -9 while a cap is applied, then start again"
+: > /tmp/daemon.log
+start_daemon
+in_cgroup "$wcg" timeout 30 dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+kill_writer=$!
+in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 30 "victim (kill test)" > /dev/null &
+kill_victim=$!
+for _ in $(seq 120); do [ -n "$(wbps_now)" ] && [ "$(wbps_now)" != max ] && break; sleep 0.25; done
+cap=$(wbps_now)
+check "a cap was in place before the kill" test -n "$cap" -a "$cap" != max
+stop_daemon KILL
+left=$(wbps_now)
+check "a cap outlived the killed daemon" test -n "$left" -a "$left" != max
+check "the ledger recorded it" grep -q mdr-writer "$state/throttles"
+for pid in $(cat "$wcg/cgroup.procs" "$vcg/cgroup.procs"); do kill -KILL "$pid" 2>/dev/null; done
+wait "$kill_writer" "$kill_victim" 2>/dev/null
+start_daemon
+check "the next start restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+check "... and said so" grep -q 'restore-after-restart\|left by a previous run' /tmp/daemon.log
+stop_daemon TERM
+
+echo
+echo "== results (isolation = victim ops / alone; latency = p99 / alone p99; conservation = writer MiB/s / kernel alone)"
+ops() { sed -n 's/.*: \([0-9]*\) ops in.*/\1/p' "/tmp/case-$1"; }
+p99() { sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' "/tmp/case-$1"; }
+worst() { sed -n 's/.*worst \([0-9.]*\) ms.*/\1/p' "/tmp/case-$1"; }
+printf '%-12s %9s %10s %10s %12s %14s\n' case "victim ops" isolation "p99 x" "worst ms" "writer MiB/s"
+for c in kernel static-72 mdreclaimd; do
+    awk -v c="$c" -v o="$(ops "$c")" -v a="$(ops alone)" -v p="$(p99 "$c")" -v pa="$(p99 alone)" \
+        -v w="$(worst "$c")" -v r="$(cat "/tmp/wrate-$c")" -v rk="$(cat /tmp/wrate-kernel)" 'BEGIN {
+        printf "%-12s %9d %9.0f%% %10.1f %12.0f %9.2f (%3.0f%%)\n", c, o, 100 * o / a, p / pa, w, r, 100 * r / rk }'
+done
+awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" 'BEGIN {
+    printf "writer alone: kernel %.2f MiB/s, with mdreclaimd %.2f MiB/s (%.0f%%)\n", a, b, 100 * b / a }'
+
+check_cmp "the writer alone keeps at least 85 % of its rate with the daemon (percent)" \
+    "$(awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" 'BEGIN { printf "%d", 100 * b / a }')" -ge 85
+grep -E 'cap-writes|lift-cap|restore' /tmp/daemon.log | tail -n 5 | sed 's/^/       daemon: /'
+rm -f "$mnt"/bulk "$mnt"/victim
+}
+
+for f in $MDR_FS; do
+    one_fs "$f"
+    [ "$bench" = 1 ] || break
+done
+finish
