@@ -203,8 +203,6 @@ int verb_top(sd_bus *bus, const Args *a) {
                 .legend = a->legend,
         };
 
-        if (a->json)
-                return usage_error("top has no JSON output; use 'mdctl list --json'");
         return top_run(bus, &o);
 }
 

@@ -191,6 +191,8 @@ static int check_options(const Verb *v, const Args *a) {
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))
                         return usage_error("%s does not go with '%s'", opts[i].name, v->name);
+        if (a->json && streq(v->name, "top"))
+                return usage_error("top has no JSON output; use 'mdctl list --json'");
         if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
                 return usage_error("'%s' takes %s", v->name,
                                    v->max_args == 0 ? "no arguments" :
@@ -221,7 +223,7 @@ int main(int argc, char **argv) {
         r = verb->run(bus, &a);
         sd_bus_flush_close_unref(bus);
         if (r < 0)
-                return r == -EINVAL && streq(verb->name, "top") ? EXIT_USAGE : EXIT_FAILURE;
+                return EXIT_FAILURE;
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, "mdctl: cannot write the output: %s\n", strerror(errno));
                 return EXIT_FAILURE;
