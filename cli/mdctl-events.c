@@ -38,9 +38,9 @@ static void event_print(const EventLine *e, bool json) {
                ",\"action\":", e->seq, e->realtime_usec, e->priority, priority_name(e->priority));
         json_string(stdout, e->action);
         fputs(",\"cgroup\":", stdout);
-        json_string(stdout, e->cgroup);
+        json_string_or_null(stdout, *e->cgroup ? e->cgroup : NULL);
         fputs(",\"unit\":", stdout);
-        json_string(stdout, e->unit);
+        json_string_or_null(stdout, *e->unit ? e->unit : NULL);
         fputs(",\"message\":", stdout);
         json_string(stdout, e->message);
         fputc('}', stdout);
