@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
+#include "bus.h"
 #include "conf.h"
 #include "discover.h"
 #include "log.h"
@@ -33,6 +34,7 @@ typedef struct Options {
         const char *proc_root;
         const char *sys_root;
         const char *state_dir;
+        const char *control_socket;
         uint64_t sample_window_usec;
         int log_level;
         bool check_config;
@@ -57,6 +59,8 @@ static void help(void) {
                "  --proc-root DIR     read /proc files below DIR (for tests)\n"
                "  --sys-root DIR      read /sys files below DIR (for tests)\n"
                "  --state-dir DIR     keep the throttle ledger in DIR (default /run/mdreclaim)\n"
+               "  --control-socket P  serve the control API on P (default: ControlSocket=,\n"
+               "                      " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version           print the version\n"
                "  --help              print this help\n"
                "\n"
@@ -66,7 +70,7 @@ static void help(void) {
 static int parse_args(int argc, char **argv, Options *o) {
         enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
                ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP, ARG_PROC_ROOT, ARG_SYS_ROOT,
-               ARG_SAMPLE_WINDOW, ARG_STATE_DIR };
+               ARG_SAMPLE_WINDOW, ARG_STATE_DIR, ARG_CONTROL_SOCKET };
         static const struct option options[] = {
                 { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
@@ -77,6 +81,7 @@ static int parse_args(int argc, char **argv, Options *o) {
                 { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
                 { "sys-root", required_argument, NULL, ARG_SYS_ROOT },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "control-socket", required_argument, NULL, ARG_CONTROL_SOCKET },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, ARG_HELP },
@@ -119,6 +124,14 @@ static int parse_args(int argc, char **argv, Options *o) {
                         break;
                 case ARG_STATE_DIR:
                         o->state_dir = optarg;
+                        break;
+                case ARG_CONTROL_SOCKET:
+                        if (optarg[0] != '/' || strlen(optarg) >= 108) {
+                                fprintf(stderr, "mdreclaimd: invalid --control-socket '%s': expected an absolute "
+                                        "path shorter than 108 bytes\n", optarg);
+                                return -EINVAL;
+                        }
+                        o->control_socket = optarg;
                         break;
                 case ARG_LOG_LEVEL:
                         o->log_level = log_level_from_string(optarg);
@@ -243,6 +256,7 @@ int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
         _cleanup_free_ char *cgroup_root = NULL;
         Manager *m = NULL;
+        BusServer *bus = NULL;
         ConfDiag diag = {};
         ManagerArgs margs;
         Options o;
@@ -283,7 +297,13 @@ int main(int argc, char **argv) {
         r = manager_new(&margs, TAKE_PTR(config), cgroup_root, &m);
         if (r < 0)
                 return EXIT_FAILURE;
+        r = bus_server_new(m, o.control_socket ?: m->config->daemon.control_socket ?: CONTROL_SOCKET_DEFAULT, &bus);
+        if (r < 0) {
+                manager_free(m);
+                return EXIT_FAILURE;
+        }
         r = manager_run(m);
+        bus_server_free(bus);
         manager_free(m);
         if (r < 0) {
                 log_error_errno(r, "Stopped on an error: %m");

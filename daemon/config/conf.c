@@ -79,6 +79,28 @@ static int cv_abs_path(const char *v, void *dest) {
         return 0;
 }
 
+static int cv_socket_path(const char *v, void *dest) {
+        /* sun_path holds 108 bytes with the terminating NUL. */
+        if (strlen(v) >= 108)
+                return -ENAMETOOLONG;
+        return cv_abs_path(v, dest);
+}
+
+static int cv_group(const char *v, void *dest) {
+        char **p = dest, *copy;
+        size_t l = strlen(v);
+
+        if (l == 0 || l > 32 || v[0] == '-' ||
+            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != l)
+                return -EINVAL;
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        free(*p);
+        *p = copy;
+        return 0;
+}
+
 static int cv_mode(const char *v, void *dest) {
         int m = policy_mode_from_string(v);
 
@@ -156,6 +178,10 @@ static const ConfKeyDef daemon_keys[] = {
         { "Daemon", "SystemPressureThreshold", cv_percent_nonzero,
           offsetof(DaemonSettings, system_pressure_threshold_ppm),
           "a percentage of time stalled above 0% (e.g. 10%)" },
+        { "Daemon", "ControlSocket", cv_socket_path, offsetof(DaemonSettings, control_socket),
+          "an absolute path shorter than 108 bytes, without spaces" },
+        { "Daemon", "AdminGroup", cv_group, offsetof(DaemonSettings, admin_group),
+          "a group name or a numeric GID" },
         { "WritePoint", "IOPressureLimit", cv_percent_nonzero, offsetof(DaemonSettings, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
         { "WritePoint", "WriteRateMin", cv_percent_nonzero, offsetof(DaemonSettings, write_rate_min_ppm),
@@ -566,7 +592,48 @@ static void config_defaults(DaemonSettings *d) {
         };
 }
 
+/* Points policy `name` at `path` (NULL: drops it), as if the directories said so. */
+static int conf_file_list_override(ConfFileList *l, const char *name, const char *path) {
+        _cleanup_free_ char *file = NULL, *copy = NULL;
+        ConfFile *n;
+        size_t i;
+
+        if (asprintf(&file, "%s.conf", name) < 0)
+                return -ENOMEM;
+        for (i = 0; i < l->n && !streq(l->files[i].name, file); i++)
+                ;
+        if (!path) {
+                if (i < l->n) {
+                        free(l->files[i].name);
+                        free(l->files[i].path);
+                        memmove(l->files + i, l->files + i + 1, (l->n - i - 1) * sizeof(ConfFile));
+                        l->n--;
+                }
+                return 0;
+        }
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        if (i < l->n) {
+                free(l->files[i].path);
+                l->files[i].path = TAKE_PTR(copy);
+                return 0;
+        }
+        n = realloc(l->files, (l->n + 1) * sizeof(ConfFile));
+        if (!n)
+                return -ENOMEM;
+        l->files = n;
+        l->files[l->n++] = (ConfFile) { .name = TAKE_PTR(file), .path = TAKE_PTR(copy) };
+        qsort(l->files, l->n, sizeof(ConfFile), conf_file_cmp);
+        return 0;
+}
+
 int config_load(const char *root, Config **ret, ConfDiag *diag) {
+        return config_load_with_policy(root, NULL, NULL, ret, diag);
+}
+
+int config_load_with_policy(const char *root, const char *policy_name, const char *policy_path,
+                            Config **ret, ConfDiag *diag) {
         _cleanup_(config_freep) Config *c = calloc(1, sizeof(Config));
         ConfFileList policies = {};
         size_t errors_before = conf_diag_count(diag);
@@ -582,6 +649,8 @@ int config_load(const char *root, Config **ret, ConfDiag *diag) {
         if (r < 0)
                 return r;
         r = conf_file_list_collect(root, CONFIG_POLICY_DIR, &policies, diag);
+        if (r >= 0 && policy_name)
+                r = conf_file_list_override(&policies, policy_name, policy_path);
         for (size_t i = 0; r >= 0 && i < policies.n; i++)
                 r = config_load_policy(c, policies.files[i].name, policies.files[i].path, diag);
         conf_file_list_clear(&policies);
@@ -605,8 +674,16 @@ Config *config_free(Config *c) {
                 free(c->files[i]);
         free(c->files);
         free(c->daemon.cgroup_root);
+        free(c->daemon.control_socket);
+        free(c->daemon.admin_group);
         free(c);
         return NULL;
+}
+
+const char *config_policy_key(size_t i) {
+        if (i == 0)
+                return "Match";
+        return i <= ELEMENTSOF(policy_keys) ? policy_keys[i - 1].key : NULL;
 }
 
 const Policy *config_find_policy(const Config *c, const char *path, const char *unit) {

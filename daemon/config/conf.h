@@ -37,6 +37,8 @@ typedef struct DaemonSettings {
         uint32_t system_pressure_threshold_ppm; /* host memory/io "some" trigger */
         int log_level;
         char *cgroup_root;      /* NULL: find the cgroup2 mount */
+        char *control_socket;   /* NULL: CONTROL_SOCKET_DEFAULT */
+        char *admin_group;      /* group name or GID whose members may mutate; NULL: root only */
         /* [WritePoint] */
         uint32_t io_pressure_limit_ppm;         /* default of a policy's IOPressureLimit= */
         uint32_t write_rate_min_ppm;            /* default floor of a cap, share of the device */
@@ -64,6 +66,17 @@ extern const char *const config_dirs[3];
  * a negative errno, leaves every problem in `diag`, and returns no Config.
  */
 int config_load(const char *root, Config **ret, ConfDiag *diag);
+
+/*
+ * As config_load(), with policies.d/`policy_name`.conf read from
+ * `policy_path` instead of the directories (NULL: as if it did not exist).
+ * Used to validate a candidate policy file before it replaces the real one.
+ */
+int config_load_with_policy(const char *root, const char *policy_name, const char *policy_path,
+                            Config **ret, ConfDiag *diag);
+
+/* The keys a [Policy] section takes, Match first; NULL past the end. */
+const char *config_policy_key(size_t i);
 
 Config *config_free(Config *c);
 static inline void config_freep(Config **c) {

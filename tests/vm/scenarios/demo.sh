@@ -4,8 +4,9 @@
 # vm-write-bps: 16777216
 # The README's main job: mdreclaimd runs as a systemd service while a bulk
 # writer (dd) shares a 16 MiB/s disk with a victim that makes small
-# synchronous writes, and we print what the daemon saw. (Until the daemon
-# acts, this shows observation only: its log and its samples.)
+# synchronous writes, and we print what the daemon saw. With mdctl built, the
+# operator's side too: policies set with mdctl (the victim protected), the
+# daemon's view (mdctl status, list) and what it did (mdctl events).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -28,6 +29,21 @@ section "starting mdreclaimd.service"
 systemctl start mdreclaimd.service
 check "mdreclaimd.service is active" test "$(unit_state mdreclaimd.service)" = active
 systemctl status --no-pager --lines=0 mdreclaimd.service | sed -n '1,4p'
+
+# The operator's side, through mdctl when it is built: the victim protected,
+# the writer the one that pays; the daemon's view before the run.
+have_mdctl=0
+if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ]; then
+    have_mdctl=1
+    section "policies set with mdctl: the victim is protected, the writer pays"
+    wait_socket() { for _ in $(seq 60); do "$MDCTL" status > /dev/null 2>&1 && return 0; sleep 0.5; done; return 1; }
+    check "mdctl reaches the daemon" wait_socket
+    check "mdctl policy set the victim's policy" \
+        "$MDCTL" policy set mdr-victim.service Protect=yes Priority=90 Mode=enforce
+    check "mdctl policy set the writer's policy" "$MDCTL" policy set mdr-writer.service Priority=10 Mode=enforce
+    "$MDCTL" policy list
+    "$MDCTL" status
+fi
 
 section "the victim alone for ${alone_s}s"
 systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
@@ -79,12 +95,23 @@ if [ -n "$(rate /tmp/alone.txt)" ] && [ -n "$(rate /tmp/busy.txt)" ]; then
         printf "=> beside the writer the victim kept %.0f %% of its alone rate; its worst fdatasync went from %.0f ms to %.0f ms\n", 100 * b / a, wa, wb }'
 fi
 
+if [ "$have_mdctl" = 1 ]; then
+    section "mdctl list --sort dirty while the writer still runs"
+    "$MDCTL" list --sort dirty | grep -E 'CGROUP|mdr-|mdreclaimd'
+fi
+
 section "mdreclaimd --sample-once while the writer still runs (this demo's units)"
 "$MDRECLAIMD" --sample-once > /tmp/sample.txt
 rc=$?
 head -n 1 /tmp/sample.txt
 grep -E 'mdr-|mdreclaimd' /tmp/sample.txt
 systemctl stop mdr-writer.service 2>/dev/null
+
+if [ "$have_mdctl" = 1 ]; then
+    section "what the daemon did to this demo's units (mdctl events)"
+    "$MDCTL" events --no-legend | grep -E 'mdr-' | tail -n 20
+    check "mdctl events lists the policy changes" sh -c "\"$MDCTL\" events | grep -q policy-change"
+fi
 
 section "what mdreclaimd logged (journalctl -u mdreclaimd)"
 journalctl -u mdreclaimd.service --no-pager -o short-monotonic | tail -n 20 | tee /tmp/journal.txt

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "cgroup-view.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse-util.h"
+#include "util.h"
+
+static const char *const sort_names[_SORT_MAX] = {
+        [SORT_NAME] = "name",
+        [SORT_DIRTY] = "dirty",
+        [SORT_PRESSURE] = "pressure",
+        [SORT_MEMORY] = "memory",
+};
+
+int sort_key_from_string(const char *s) {
+        for (int i = 0; i < _SORT_MAX; i++)
+                if (streq(s, sort_names[i]))
+                        return i;
+        return -EINVAL;
+}
+
+const char *sort_key_to_string(SortKey k) {
+        return k < _SORT_MAX ? sort_names[k] : NULL;
+}
+
+static uint64_t figure(const Value *c, SortKey k) {
+        uint64_t a = 0, b = 0;
+
+        switch (k) {
+        case SORT_DIRTY:
+                (void) value_get_u64(c, "dirty", &a);
+                return a;
+        case SORT_MEMORY:
+                (void) value_get_u64(c, "memory_current", &a);
+                return a;
+        case SORT_PRESSURE:
+                (void) value_get_u64(c, "signals.memory_stall.some_ppm", &a);
+                (void) value_get_u64(c, "signals.io_stall.some_ppm", &b);
+                return a + b;
+        default:
+                return 0;
+        }
+}
+
+static int compare(const void *x, const void *y, void *userdata) {
+        const Value *a = x, *b = y;
+        SortKey k = *(const SortKey *) userdata;
+        const char *pa = value_get_str(a, "path"), *pb = value_get_str(b, "path");
+
+        if (k != SORT_NAME) {
+                uint64_t fa = figure(a, k), fb = figure(b, k);
+                if (fa != fb)
+                        return fa > fb ? -1 : 1;
+        }
+        return strcmp(pa ? pa : "", pb ? pb : "");
+}
+
+void cgroups_sort(Value *list, SortKey k) {
+        if (list->kind == VALUE_ARRAY && list->n > 1)
+                qsort_r(list->items, list->n, sizeof(Value), compare, &k);
+}
+
+const char *cell_size(char buf[static 32], const Value *v, const char *path) {
+        const Value *x = value_get(v, path);
+
+        if (x && x->kind == VALUE_STRING)
+                snprintf(buf, 32, "%s", x->s);         /* "max" */
+        else if (x && x->kind == VALUE_UINT)
+                format_size(buf, x->u);
+        else
+                return NULL;
+        return buf;
+}
+
+const char *cell_ppm(char buf[static 32], const Value *v, const char *path) {
+        uint64_t ppm;
+
+        if (!value_get_u64(v, path, &ppm))
+                return NULL;
+        snprintf(buf, 32, "%" PRIu64 ".%02" PRIu64 "%%", ppm / 10000, ppm / 100 % 100);
+        return buf;
+}
+
+static const char *cell_rate(char buf[static 32], const Value *v, const char *path) {
+        if (!cell_size(buf, v, path))
+                return NULL;
+        strcat(buf, "/s");
+        return buf;
+}
+
+int cgroups_table(const Value *list, Table *ret) {
+        static const char *const headers[] = { "CGROUP", "POLICY", ">MEMORY", ">FILE", ">DIRTY", ">SLAB",
+                                               ">RECLAIM~", ">WRITE", ">MEM_STALL", ">IO_STALL", NULL };
+        int r = 0;
+
+        table_init(ret, headers);
+        for (size_t i = 0; r >= 0 && i < list->n; i++) {
+                const Value *c = &list->items[i];
+                char mem[32], file[32], dirty[32], slab[32], recl[32], wr[32], ms[32], is[32];
+                const char *cells[] = {
+                        value_get_str(c, "path"), value_get_str(c, "policy"),
+                        cell_size(mem, c, "memory_current"), cell_size(file, c, "file"),
+                        cell_size(dirty, c, "dirty"), cell_size(slab, c, "slab_reclaimable"),
+                        cell_size(recl, c, "reclaimable_estimate"), cell_rate(wr, c, "signals.write_rate"),
+                        cell_ppm(ms, c, "signals.memory_stall.some_ppm"),
+                        cell_ppm(is, c, "signals.io_stall.some_ppm"),
+                };
+                r = table_add_row(ret, cells);
+        }
+        return r;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The cgroup table of `mdctl list` and `mdctl top`: ListCgroups' entries
+ * sorted by dirty data, pressure, memory or name, as human-sized cells.
+ */
+#pragma once
+
+#include "bus-value.h"
+#include "table.h"
+
+typedef enum SortKey {
+        SORT_NAME,
+        SORT_DIRTY,
+        SORT_PRESSURE,
+        SORT_MEMORY,
+        _SORT_MAX,
+} SortKey;
+
+int sort_key_from_string(const char *s);
+const char *sort_key_to_string(SortKey k);
+
+/* Sorts an array of cgroup objects in place: sizes and stalls largest first, names A to Z. */
+void cgroups_sort(Value *list, SortKey k);
+
+/* One row per cgroup of `list`. */
+int cgroups_table(const Value *list, Table *ret);
+
+/* Human cells. */
+const char *cell_size(char buf[static 32], const Value *v, const char *path);
+const char *cell_ppm(char buf[static 32], const Value *v, const char *path);

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mdctl's side of the control API: connecting to the daemon's socket and
+ * calling a method, with every failure told to the user once, saying what
+ * failed and why (the daemon's own message when it gave one).
+ */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "bus-value.h"
+
+#define CONTROL_SOCKET_DEFAULT "/run/mdreclaim/control"
+#define BUS_OBJECT_PATH "/org/mdreclaim/Manager"
+#define BUS_INTERFACE "org.mdreclaim.Manager1"
+
+/* Connects to the daemon; on failure prints why and returns a negative errno. */
+int client_connect(const char *socket_path, sd_bus **ret);
+
+/*
+ * Calls `method` with arguments `types`, ...; reads the whole reply into
+ * *ret (may be NULL). On failure prints "mdctl: <what>: <why>" and returns a
+ * negative errno.
+ */
+int client_call(sd_bus *bus, const char *what, const char *method, Value *ret, const char *types, ...);
+
+/* Calls `method` and hands the raw reply back (for replies mdctl reads itself). */
+int client_call_raw(sd_bus *bus, const char *what, const char *method, sd_bus_message **ret,
+                    const char *types, ...);
+
+/* Prints a failure that happened on an open connection (not the daemon's error). */
+int client_fail(const char *what, int r);

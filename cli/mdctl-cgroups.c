@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* status, list, show, top, reclaim, writeback, reload. */
+#include "mdctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "parse-util.h"
+#include "table.h"
+#include "top.h"
+#include "util.h"
+
+/* ---- status ---- */
+
+static void status_access(const Value *st) {
+        uint64_t uid = 0;
+        const Value *admin = value_get(st, "caller_is_admin");
+        const char *group = value_get_str(st, "admin_group");
+
+        (void) value_get_u64(st, "caller_uid", &uid);
+        if (admin && admin->kind == VALUE_BOOL && admin->b)
+                field("Access", "read and change (uid %" PRIu64 ")", uid);
+        else
+                field("Access", "read only (uid %" PRIu64 "); changes need root%s%s%s", uid,
+                      group ? " or group '" : "", group ? group : "", group ? "'" : "");
+}
+
+static void status_host(const Value *st) {
+        char avail[32], total[32], dirty[32], bg[32], thr[32], ms[32], is[32];
+
+        field("Memory", "%s available of %s", or_dash(cell_size(avail, st, "system.meminfo.MemAvailable")),
+              or_dash(cell_size(total, st, "system.meminfo.MemTotal")));
+        field("Dirty", "%s (background writeback from %s, throttling from %s)",
+              or_dash(cell_size(dirty, st, "system.dirty_bytes")),
+              or_dash(cell_size(bg, st, "system.dirty_background_threshold_bytes")),
+              or_dash(cell_size(thr, st, "system.dirty_threshold_bytes")));
+        field("Stall", "memory %s, io %s (some, last interval)",
+              or_dash(cell_ppm(ms, st, "system.memory_stall.some_ppm")),
+              or_dash(cell_ppm(is, st, "system.io_stall.some_ppm")));
+}
+
+static void status_print(const Value *st) {
+        uint64_t pid = 0, started = 0, n = 0, np = 0, pol = 0, trig = 0, wake = 0, interval = 0, ticks = 0,
+                 first = 0, next = 0, conns = 0;
+        const Value *files = value_get(st, "config_files");
+        char span[32], iv[32];
+
+        (void) value_get_u64(st, "pid", &pid);
+        (void) value_get_u64(st, "started_realtime_usec", &started);
+        (void) value_get_u64(st, "cgroups", &n);
+        (void) value_get_u64(st, "cgroups_with_policy", &np);
+        (void) value_get_u64(st, "policies", &pol);
+        (void) value_get_u64(st, "psi_triggers", &trig);
+        (void) value_get_u64(st, "psi_trigger_wakeups", &wake);
+        (void) value_get_u64(st, "interval_usec", &interval);
+        (void) value_get_u64(st, "ticks", &ticks);
+        (void) value_get_u64(st, "events_first_seq", &first);
+        (void) value_get_u64(st, "events_next_seq", &next);
+        (void) value_get_u64(st, "connections", &conns);
+        printf("mdreclaimd %s (pid %" PRIu64 "), up %s\n", or_dash(value_get_str(st, "version")), pid,
+               format_span(span, u64_delta(realtime_now(), started)));
+        field("Cgroup root", "%s", or_dash(value_get_str(st, "cgroup_root")));
+        field("Config root", "%s", or_dash(value_get_str(st, "config_root")));
+        field("Cgroups", "%" PRIu64 " watched, %" PRIu64 " under a policy", n, np);
+        field("Policies", "%" PRIu64 " loaded from %zu file%s", pol, files ? files->n : 0,
+              files && files->n == 1 ? "" : "s");
+        field("PSI triggers", "%" PRIu64 " armed, %" PRIu64 " wakeups", trig, wake);
+        field("Sampling", "every %s, %" PRIu64 " ticks", format_span(iv, interval), ticks);
+        field("Events", "%" PRIu64 " recorded, %" PRIu64 " kept", next ? next - 1 : 0, next - first);
+        field("Control", "%s, %" PRIu64 " connection%s", or_dash(value_get_str(st, "control_socket")), conns,
+              conns == 1 ? "" : "s");
+        status_access(st);
+        status_host(st);
+}
+
+int verb_status(sd_bus *bus, const Args *a) {
+        Value st = {};
+        int r = client_call(bus, "cannot get the status", "GetStatus", &st, "");
+
+        if (r < 0)
+                return r;
+        if (a->json)
+                print_json(&st);
+        else
+                status_print(&st);
+        value_clear(&st);
+        return 0;
+}
+
+/* ---- list, show, top ---- */
+
+int verb_list(sd_bus *bus, const Args *a) {
+        Value list = {};
+        Table t = {};
+        int r = client_call(bus, "cannot list the cgroups", "ListCgroups", &list, "");
+
+        if (r < 0)
+                return r;
+        cgroups_sort(&list, a->sort);
+        if (a->json) {
+                fputs("{\"cgroups\":", stdout);
+                value_json(&list, stdout);
+                fputs("}\n", stdout);
+        } else if ((r = cgroups_table(&list, &t)) >= 0) {
+                table_print(&t, stdout, a->legend, 0, 0);
+                if (a->legend)
+                        printf("\n%zu cgroup%s.\n", list.n, list.n == 1 ? "" : "s");
+        }
+        table_clear(&t);
+        value_clear(&list);
+        return r < 0 ? client_fail("cannot build the table", r) : 0;
+}
+
+static void show_limits(const Value *c) {
+        char h[32], m[32], l[32], n[32];
+        uint64_t oom = 0, high = 0;
+
+        field("Limits", "high %s, max %s, low %s, min %s", or_dash(cell_size(h, c, "memory_high")),
+              or_dash(cell_size(m, c, "memory_max")), or_dash(cell_size(l, c, "memory_low")),
+              or_dash(cell_size(n, c, "memory_min")));
+        if (value_get_u64(c, "memory_events.high", &high) && value_get_u64(c, "memory_events.oom_kill", &oom))
+                field("Events", "%" PRIu64 " over high, %" PRIu64 " OOM kills", high, oom);
+}
+
+static void show_memory(const Value *c) {
+        char cur[32], anon[32], file[32], d[32], fd[32], wb[32], sr[32], su[32], re[32], meta[32];
+
+        field("Memory", "%s (anon %s, file %s)", or_dash(cell_size(cur, c, "memory_current")),
+              or_dash(cell_size(anon, c, "anon")), or_dash(cell_size(file, c, "file")));
+        field("Dirty", "%s (dirty %s, writeback %s)", or_dash(cell_size(d, c, "dirty")),
+              or_dash(cell_size(fd, c, "file_dirty")), or_dash(cell_size(wb, c, "file_writeback")));
+        field("Slab", "%s reclaimable, %s unreclaimable", or_dash(cell_size(sr, c, "slab_reclaimable")),
+              or_dash(cell_size(su, c, "slab_unreclaimable")));
+        field("Reclaimable", "%s (estimate: clean file cache and reclaimable slab)",
+              or_dash(cell_size(re, c, "reclaimable_estimate")));
+        if (cell_size(meta, c, "metadata_dirty_estimate"))
+                field("Dirty metadata", "%s (estimate, by share of writes)", meta);
+}
+
+static void show_signals(const Value *c) {
+        char ms[32], mf[32], is[32], isf[32], wr[32], iv[32];
+        int64_t rate = 0;
+        uint64_t interval = 0;
+
+        if (!value_get(c, "signals")) {
+                field("Signals", "not yet (two samples are needed)");
+                return;
+        }
+        (void) value_get_u64(c, "signals.interval_usec", &interval);
+        field("Stall", "memory some %s full %s, io some %s full %s (over %s)",
+              or_dash(cell_ppm(ms, c, "signals.memory_stall.some_ppm")),
+              or_dash(cell_ppm(mf, c, "signals.memory_stall.full_ppm")),
+              or_dash(cell_ppm(is, c, "signals.io_stall.some_ppm")),
+              or_dash(cell_ppm(isf, c, "signals.io_stall.full_ppm")), format_span(iv, interval));
+        if (value_get_i64(c, "signals.dirty_rate", &rate)) {
+                char abs_rate[32];
+                format_size(abs_rate, (uint64_t) (rate < 0 ? -rate : rate));
+                field("Dirty rate", "%s%s/s", rate < 0 ? "-" : "+", abs_rate);
+        }
+        field("Writes", "%s/s", or_dash(cell_size(wr, c, "signals.write_rate")));
+}
+
+static void show_print(const Value *c) {
+        const char *unit = value_get_str(c, "unit"), *policy = value_get_str(c, "policy");
+        uint64_t id = 0;
+
+        (void) value_get_u64(c, "id", &id);
+        printf("%s%s%s%s\n", or_dash(value_get_str(c, "path")), unit ? " (" : "", unit ? unit : "", unit ? ")" : "");
+        field("Cgroup id", "%" PRIu64, id);
+        if (policy)
+                field("Policy", "%s (mode %s)", policy, or_dash(value_get_str(c, "mode")));
+        else
+                field("Policy", "none");
+        show_memory(c);
+        show_limits(c);
+        show_signals(c);
+}
+
+int verb_show(sd_bus *bus, const Args *a) {
+        Value c = {};
+        char what[300];
+        int r;
+
+        snprintf(what, sizeof(what), "cannot show %s", a->argv[1]);
+        r = client_call(bus, what, "GetCgroup", &c, "s", a->argv[1]);
+        if (r < 0)
+                return r;
+        if (a->json)
+                print_json(&c);
+        else
+                show_print(&c);
+        value_clear(&c);
+        return 0;
+}
+
+int verb_top(sd_bus *bus, const Args *a) {
+        TopOptions o = {
+                .delay_usec = a->delay_usec,
+                .iterations = a->iterations,
+                .sort = a->have_sort ? a->sort : SORT_DIRTY,
+                .legend = a->legend,
+        };
+
+        return top_run(bus, &o);
+}
+
+/* ---- acting ---- */
+
+int verb_reclaim(sd_bus *bus, const Args *a) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        char what[300];
+        int r;
+
+        snprintf(what, sizeof(what), "cannot reclaim from %s", a->argv[1]);
+        r = client_call_raw(bus, what, "Reclaim", &reply, "stb", a->argv[1], a->have_bytes ? a->bytes : UINT64_C(0),
+                            (int) a->cache_only);
+        return r < 0 ? r : print_result(reply, a);
+}
+
+int verb_writeback(sd_bus *bus, const Args *a) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        char what[300];
+        int r;
+
+        snprintf(what, sizeof(what), "cannot write back %s", a->argv[1]);
+        r = client_call_raw(bus, what, "Writeback", &reply, "sb", a->argv[1], (int) a->wait);
+        return r < 0 ? r : print_result(reply, a);
+}
+
+int verb_reload(sd_bus *bus, const Args *a) {
+        return client_call(bus, "reload refused", "Reload", NULL, "");
+}

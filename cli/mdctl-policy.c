@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* policy list, show, set, unset. */
+#include "mdctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "json-out.h"
+#include "table.h"
+#include "util.h"
+
+/* ---- policies ---- */
+
+static const char *join_strings(char *buf, size_t size, const Value *v) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; v && i < v->n && off < size; i++)
+                if (v->items[i].kind == VALUE_STRING)
+                        off += (size_t) snprintf(buf + off, size - off, "%s%s", i ? " " : "", v->items[i].s);
+        return buf;
+}
+
+static int policy_list(sd_bus *bus, const Args *a) {
+        static const char *const headers[] = { "NAME", "MODE", ">PRIORITY", "PROTECT", ">CGROUPS", "MATCH", "FILE", NULL };
+        Value list = {};
+        Table t;
+        int r = client_call(bus, "cannot list the policies", "ListPolicies", &list, "");
+
+        if (r < 0)
+                return r;
+        if (a->json) {
+                fputs("{\"policies\":", stdout);
+                value_json(&list, stdout);
+                fputs("}\n", stdout);
+                value_clear(&list);
+                return 0;
+        }
+        table_init(&t, headers);
+        for (size_t i = 0; r >= 0 && i < list.n; i++) {
+                const Value *p = &list.items[i], *protect = value_get(p, "protect");
+                char prio[24], count[24], match[512];
+                uint64_t u = 0;
+                const char *cells[7];
+
+                (void) value_get_u64(p, "priority", &u);
+                snprintf(prio, sizeof(prio), "%" PRIu64, u);
+                u = 0;
+                (void) value_get_u64(p, "cgroups", &u);
+                snprintf(count, sizeof(count), "%" PRIu64, u);
+                cells[0] = value_get_str(p, "name");
+                cells[1] = value_get_str(p, "mode");
+                cells[2] = prio;
+                cells[3] = protect && protect->kind == VALUE_BOOL && protect->b ? "yes" : "no";
+                cells[4] = count;
+                cells[5] = join_strings(match, sizeof(match), value_get(p, "matches"));
+                cells[6] = value_get_str(p, "file");
+                r = table_add_row(&t, cells);
+        }
+        if (r >= 0) {
+                table_print(&t, stdout, a->legend, 0, 0);
+                if (a->legend)
+                        printf("\n%zu polic%s.\n", list.n, list.n == 1 ? "y" : "ies");
+        }
+        table_clear(&t);
+        value_clear(&list);
+        return r < 0 ? client_fail("cannot build the table", r) : 0;
+}
+
+static void policy_print(const Value *p) {
+        const Value *settings = value_get(p, "settings"), *paths = value_get(p, "cgroup_paths");
+        const char *text = value_get_str(p, "text");
+        char match[1024];
+
+        printf("# %s\n", or_dash(value_get_str(p, "file")));
+        if (text)
+                fputs(text, stdout);
+        if (text && *text && text[strlen(text) - 1] != '\n')
+                putchar('\n');
+        printf("\n# Effective settings (defaults included):\nMatch=%s\n",
+               join_strings(match, sizeof(match), value_get(p, "matches")));
+        for (size_t i = 0; settings && i < settings->n; i++)
+                if (settings->items[i].kind == VALUE_STRING)
+                        printf("%s=%s\n", settings->items[i].key, settings->items[i].s);
+        printf("\n# Governs %zu cgroup%s:\n", paths ? paths->n : 0, paths && paths->n == 1 ? "" : "s");
+        for (size_t i = 0; paths && i < paths->n; i++)
+                printf("#   %s\n", paths->items[i].s);
+}
+
+static int policy_show(sd_bus *bus, const Args *a) {
+        Value p = {};
+        char what[300];
+        int r;
+
+        snprintf(what, sizeof(what), "cannot show policy '%s'", a->argv[2]);
+        r = client_call(bus, what, "GetPolicy", &p, "s", a->argv[2]);
+        if (r < 0)
+                return r;
+        if (a->json)
+                print_json(&p);
+        else
+                policy_print(&p);
+        value_clear(&p);
+        return 0;
+}
+
+/* set and unset: the daemon checks everything and answers with the file it wrote. */
+static int policy_change(sd_bus *bus, const Args *a, bool set) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *name = a->argv[2], *file = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, NULL, BUS_OBJECT_PATH, BUS_INTERFACE,
+                                           set ? "SetPolicy" : "UnsetPolicy");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", name);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(call, a->argv + 3);
+        if (r < 0)
+                return client_fail("cannot build the request", r);
+        r = sd_bus_call(bus, call, 0, &error, &reply);
+        if (r < 0) {
+                fprintf(stderr, "mdctl: policy '%s' not changed:%s%s\n", name,
+                        error.message && strchr(error.message, '\n') ? "\n" : " ",
+                        error.message ? error.message : strerror(-r));
+                sd_bus_error_free(&error);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "s", &file);
+        if (r < 0)
+                return client_fail("cannot read the daemon's reply", r);
+        if (a->json) {
+                fputs("{\"policy\":", stdout);
+                json_string(stdout, name);
+                fputs(",\"file\":", stdout);
+                json_string(stdout, file);
+                fputs("}\n", stdout);
+        } else
+                printf("Policy '%s' %s: %s. Applied.\n", name,
+                       set ? "written" : a->argc > 3 ? "rewritten" : "removed", file);
+        return 0;
+}
+
+int verb_policy(sd_bus *bus, const Args *a) {
+        const char *sub = a->argv[1];
+
+        if (streq(sub, "list"))
+                return policy_list(bus, a);
+        if (streq(sub, "show"))
+                return policy_show(bus, a);
+        if (streq(sub, "set"))
+                return policy_change(bus, a, true);
+        return policy_change(bus, a, false);
+}
+
+int check_policy_args(const Args *a) {
+        const char *sub = a->argc > 1 ? a->argv[1] : NULL;
+
+        if (!sub)
+                return usage_error("policy needs a subcommand: list, show, set or unset");
+        if (streq(sub, "list"))
+                return a->argc == 2 ? 0 : usage_error("policy list takes no arguments");
+        if (streq(sub, "show"))
+                return a->argc == 3 ? 0 : usage_error("policy show takes one policy name");
+        if (streq(sub, "set"))
+                return a->argc >= 4 ? 0 : usage_error("policy set needs a name and at least one KEY=VALUE");
+        if (streq(sub, "unset"))
+                return a->argc >= 3 ? 0 : usage_error("policy unset needs a name (and optionally keys)");
+        return usage_error("unknown policy subcommand '%s': expected list, show, set or unset", sub);
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mdctl: the control CLI of mdreclaimd, a thin client of its D-Bus API on the
+ * control socket. It checks its own arguments only; what a policy means is
+ * the daemon's business, and the daemon's error messages are shown verbatim.
+ *
+ * Exit status: 0 success, 1 failure (said on stderr: what and why), 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build-config.h"
+#include "client.h"
+#include "mdctl.h"
+#include "parse-util.h"
+#include "util.h"
+
+static void help(void) {
+        printf("Usage: mdctl [OPTIONS] COMMAND ...\n"
+               "\n"
+               "Query and steer mdreclaimd, the memory-cgroup-aware reclaim daemon.\n"
+               "\n"
+               "Commands:\n"
+               "  status                        the daemon and the host at a glance\n"
+               "  list [--sort KEY]             every cgroup watched (KEY: dirty, pressure, memory, name)\n"
+               "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup)\n"
+               "  top [--sort KEY] [--delay T] [-n N]\n"
+               "                                live view; q quits, d/p/m/n sort, space refreshes\n"
+               "  reclaim UNIT [--bytes SIZE] [--cache-only]\n"
+               "                                reclaim memory of a cgroup now\n"
+               "  writeback UNIT [--wait]       write back a cgroup's dirty data now\n"
+               "  policy list                   the policies loaded\n"
+               "  policy show NAME              one policy: its file and every effective setting\n"
+               "  policy set NAME KEY=VALUE...  set keys of a policy (created if needed), persisted in\n"
+               "                                /etc/mdreclaim/policies.d/NAME.conf and applied at once\n"
+               "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
+               "  events [--follow]             recent events (actions and decisions)\n"
+               "  reload                        reread the configuration\n"
+               "\n"
+               "Options:\n"
+               "  --json            machine-readable output: one JSON document (one per line with --follow)\n"
+               "  --no-legend       no column headers\n"
+               "  --socket PATH     the daemon's control socket (default: $MDCTL_SOCKET or\n"
+               "                    " CONTROL_SOCKET_DEFAULT ")\n"
+               "  --version         print the version\n"
+               "  -h, --help        print this help\n"
+               "\n"
+               "Reading needs access to the socket; changing things needs root or the group named\n"
+               "by the daemon's AdminGroup=.\n"
+               "Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+enum {
+        ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY,
+};
+
+static int parse_option(int c, Args *a) {
+        int k;
+
+        switch (c) {
+        case ARG_JSON: a->json = true; break;
+        case ARG_NO_LEGEND: a->legend = false; break;
+        case ARG_SOCKET: a->socket = optarg; break;
+        case ARG_CACHE_ONLY: a->cache_only = true; break;
+        case ARG_WAIT: a->wait = true; break;
+        case 'f': case ARG_FOLLOW: a->follow = true; break;
+        case ARG_SORT:
+                k = sort_key_from_string(optarg);
+                if (k < 0)
+                        return usage_error("invalid --sort '%s': expected dirty, pressure, memory or name", optarg);
+                a->sort = (SortKey) k;
+                a->have_sort = true;
+                break;
+        case ARG_BYTES:
+                if (parse_size(optarg, false, &a->bytes) < 0 || a->bytes == 0)
+                        return usage_error("invalid --bytes '%s': expected a size above 0 (e.g. 64M)", optarg);
+                a->have_bytes = true;
+                break;
+        case 'd': case ARG_DELAY:
+                if (parse_duration(optarg, &a->delay_usec) < 0 || a->delay_usec < 100 * USEC_PER_MSEC ||
+                    a->delay_usec > 3600 * USEC_PER_SEC)
+                        return usage_error("invalid --delay '%s': expected a duration from 100ms to 1h", optarg);
+                a->have_top_opts = true;
+                break;
+        case 'n':
+                if (parse_uint_range(optarg, 1, UINT32_MAX, &a->iterations) < 0)
+                        return usage_error("invalid --iterations '%s': expected a number above 0", optarg);
+                a->have_top_opts = true;
+                break;
+        default:
+                return usage_error("unknown option");
+        }
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, Args *a) {
+        static const struct option options[] = {
+                { "json", no_argument, NULL, ARG_JSON },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "sort", required_argument, NULL, ARG_SORT },
+                { "bytes", required_argument, NULL, ARG_BYTES },
+                { "cache-only", no_argument, NULL, ARG_CACHE_ONLY },
+                { "wait", no_argument, NULL, ARG_WAIT },
+                { "follow", no_argument, NULL, ARG_FOLLOW },
+                { "delay", required_argument, NULL, ARG_DELAY },
+                { "iterations", required_argument, NULL, 'n' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "help", no_argument, NULL, 'h' },
+                {}
+        };
+        int c, r;
+
+        *a = (Args) { .legend = true, .delay_usec = USEC_PER_SEC, .sort = SORT_NAME };
+        a->socket = getenv("MDCTL_SOCKET");
+        if (!a->socket || !*a->socket)
+                a->socket = CONTROL_SOCKET_DEFAULT;
+        opterr = 0;
+        for (;;) {
+                c = getopt_long(argc, argv, "+hfd:n:", options, NULL);
+                if (c < 0) {
+                        /* A positional argument: keep it and go on with options after it; after "--" only these. */
+                        bool rest = optind > 1 && streq(argv[optind - 1], "--");
+
+                        if (optind >= argc)
+                                break;
+                        do
+                                argv[a->argc++] = argv[optind++];
+                        while (rest && optind < argc);
+                        continue;
+                }
+                if (c == 'h') {
+                        help();
+                        return 0;
+                }
+                if (c == ARG_VERSION) {
+                        printf("mdctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                }
+                if (c == '?')
+                        return usage_error("unknown option '%s' or missing argument", argv[optind - 1]);
+                r = parse_option(c, a);
+                if (r < 0)
+                        return r;
+        }
+        argv[a->argc] = NULL;
+        a->argv = argv;
+        if (a->argc == 0)
+                return usage_error("no command given");
+        return 1;
+}
+
+/* ---- main ---- */
+
+enum {
+        OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
+};
+
+typedef struct Verb {
+        const char *name;
+        int min_args, max_args;         /* after the verb; -1: any */
+        unsigned options;               /* OPT_* the verb takes */
+        int (*run)(sd_bus *bus, const Args *a);
+} Verb;
+
+static const Verb verbs[] = {
+        { "status", 0, 0, 0, verb_status },
+        { "list", 0, 0, OPT_SORT, verb_list },
+        { "show", 1, 1, 0, verb_show },
+        { "top", 0, 0, OPT_SORT | OPT_TOP, verb_top },
+        { "reclaim", 1, 1, OPT_BYTES, verb_reclaim },
+        { "writeback", 1, 1, OPT_WAIT, verb_writeback },
+        { "policy", 1, -1, 0, verb_policy },
+        { "events", 0, 0, OPT_FOLLOW, verb_events },
+        { "reload", 0, 0, 0, verb_reload },
+};
+
+static int check_options(const Verb *v, const Args *a) {
+        static const struct { unsigned opt; const char *name; } opts[] = {
+                { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
+                { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" },
+        };
+        unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
+                        (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(opts); i++)
+                if ((used & opts[i].opt) && !(v->options & opts[i].opt))
+                        return usage_error("%s does not go with '%s'", opts[i].name, v->name);
+        if (a->json && streq(v->name, "top"))
+                return usage_error("top has no JSON output; use 'mdctl list --json'");
+        if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
+                return usage_error("'%s' takes %s", v->name,
+                                   v->max_args == 0 ? "no arguments" :
+                                   v->min_args == 1 && v->max_args == 1 ? "one unit name or cgroup path" :
+                                   "other arguments");
+        return streq(v->name, "policy") ? check_policy_args(a) : 0;
+}
+
+int main(int argc, char **argv) {
+        sd_bus *bus = NULL;
+        const Verb *verb = NULL;
+        Args a;
+        int r;
+
+        r = parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(a.argv[0], verbs[i].name))
+                        verb = &verbs[i];
+        if (!verb)
+                return usage_error("unknown command '%s'", a.argv[0]), EXIT_USAGE;
+        if (check_options(verb, &a) < 0)
+                return EXIT_USAGE;
+        signal(SIGPIPE, SIG_IGN);
+        if (client_connect(a.socket, &bus) < 0)
+                return EXIT_FAILURE;
+        r = verb->run(bus, &a);
+        sd_bus_flush_close_unref(bus);
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "mdctl: cannot write the output: %s\n", strerror(errno));
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What mdctl's command files share: the parsed command line, the verbs, and
+ * the helpers that print for people (aligned "Label: value" fields, times)
+ * and for programs (JSON).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-value.h"
+#include "cgroup-view.h"
+
+#define EXIT_USAGE 2
+
+typedef struct Args {
+        const char *socket;
+        bool json;
+        bool legend;
+        bool follow;
+        bool wait;
+        bool cache_only;
+        bool have_bytes;
+        uint64_t bytes;
+        bool have_sort;
+        SortKey sort;
+        uint64_t delay_usec;
+        bool have_top_opts;
+        uint64_t iterations;
+        char **argv;            /* the verb and its arguments */
+        int argc;
+} Args;
+
+int usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+void print_json(const Value *v);
+/* "3d 4h", "2h 5min", "3min 2s", "12s". */
+const char *format_span(char buf[static 32], uint64_t usec);
+const char *format_time(char buf[static 32], uint64_t realtime_usec);
+uint64_t realtime_now(void);
+const char *or_dash(const char *s);
+/* "  Label: text" with labels right-aligned to one column, as systemctl status does. */
+void field(const char *label, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the daemon's one-line answer (JSON: {"result": ...}). */
+int print_result(sd_bus_message *reply, const Args *a);
+
+/* The verbs: 0, or a negative errno after saying what failed. */
+int verb_status(sd_bus *bus, const Args *a);
+int verb_list(sd_bus *bus, const Args *a);
+int verb_show(sd_bus *bus, const Args *a);
+int verb_top(sd_bus *bus, const Args *a);
+int verb_reclaim(sd_bus *bus, const Args *a);
+int verb_writeback(sd_bus *bus, const Args *a);
+int verb_reload(sd_bus *bus, const Args *a);
+int verb_policy(sd_bus *bus, const Args *a);
+/* Checks `policy SUB ...` before connecting. */
+int check_policy_args(const Args *a);
+int verb_events(sd_bus *bus, const Args *a);

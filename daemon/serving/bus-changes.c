@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "bus-changes.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-manager.h"
+#include "conf.h"
+#include "policy-store.h"
+#include "policy-writer.h"
+#include "util.h"
+
+#define MESSAGE_POLICY_CHANGED "8b1e2f0c4d7a4e6b9c3d5a7f1e0b2c4d"
+
+/* ---- policies ---- */
+
+static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata);
+
+/* A reply of one formatted string. */
+static int reply_text(sd_bus_message *msg, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static int reply_text(sd_bus_message *msg, const char *format, ...) {
+        _cleanup_free_ char *text = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        r = vasprintf(&text, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(msg, "s", text);
+}
+
+/* What a policy job needs to answer and to record who asked. */
+typedef struct PolicyRequest {
+        sd_bus_message *msg;
+        uid_t uid;
+        pid_t pid;
+        char *summary;          /* "set DirtyLimit=256M Mode=enforce" */
+} PolicyRequest;
+
+static void policy_request_free(PolicyRequest *q) {
+        sd_bus_message_unref(q->msg);
+        free(q->summary);
+        free(q);
+}
+
+static int read_strv(sd_bus_message *msg, char ***ret, size_t *ret_n, sd_bus_error *error) {
+        char **v = NULL;
+        size_t n = 0;
+        const char *s;
+        int k;
+
+        k = sd_bus_message_enter_container(msg, 'a', "s");
+        while (k >= 0 && (k = sd_bus_message_read(msg, "s", &s)) > 0) {
+                char **nv;
+
+                if (n >= BUS_POLICY_ARGS_MAX) {
+                        k = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "More than %d keys in one call",
+                                              BUS_POLICY_ARGS_MAX);
+                        break;
+                }
+                nv = realloc(v, (n + 1) * sizeof(char *));
+                if (!nv || !(nv[n] = strdup(s))) {
+                        if (nv)
+                                v = nv;
+                        k = -ENOMEM;
+                        break;
+                }
+                v = nv;
+                n++;
+        }
+        if (k >= 0)
+                k = sd_bus_message_exit_container(msg);
+        if (k < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(v[i]);
+                free(v);
+                return k;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static char *summarize(const char *verb, char *const *v, size_t n) {
+        size_t size = strlen(verb) + 1;
+        char *s, *p;
+
+        for (size_t i = 0; i < n; i++)
+                size += strlen(v[i]) + 1;
+        s = p = malloc(size);
+        if (!s)
+                return NULL;
+        p = stpcpy(p, verb);
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(stpcpy(p, " "), v[i]);
+        return s;
+}
+
+/* SetPolicy and UnsetPolicy: checked here, written by the policy writer, answered when it is done. */
+static int policy_change(sd_bus_message *msg, BusConnection *c, bool set, sd_bus_error *error) {
+        PolicyChange *ch = NULL;
+        PolicyRequest *q = NULL;
+        const char *name, *why;
+        char **v = NULL;
+        size_t n = 0;
+        int k;
+
+        k = bus_manager_check_admin(c, set ? "setting a policy" : "unsetting a policy", error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "s", &name);
+        if (k >= 0 && !policy_name_settable(name, &why))
+                k = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid policy name '%s': %s", name, why);
+        if (k >= 0)
+                k = read_strv(msg, &v, &n, error);
+        if (k < 0)
+                return k;
+        ch = calloc(1, sizeof(PolicyChange));
+        q = calloc(1, sizeof(PolicyRequest));
+        if (!ch || !q || !(ch->name = strdup(name)) || !(ch->root = strdup(bus_manager_config_root(bus_manager_of(c)))) ||
+            !(q->summary = summarize(set ? "set" : n ? "unset" : "removed", v, n))) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        if (set) {
+                ch->set = TAKE_PTR(v);
+                ch->n_set = n;
+        } else {
+                ch->unset = TAKE_PTR(v);
+                ch->n_unset = n;
+                ch->remove = n == 0;
+        }
+        q->msg = sd_bus_message_ref(msg);
+        q->uid = c->creds.uid;
+        q->pid = c->creds.pid;
+        k = policy_writer_submit(c->server->writer, TAKE_PTR(ch), q);
+        if (k == -EBUSY)
+                k = sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d policy changes are waiting already; try again",
+                                      POLICY_WRITER_QUEUE_MAX);
+        if (k < 0) {
+                policy_request_free(q);
+                return k;
+        }
+        return 1;
+fail:
+        for (size_t i = 0; v && i < n; i++)
+                free(v[i]);
+        free(v);
+        policy_change_free(ch);
+        if (q)
+                policy_request_free(q);
+        return k;
+}
+
+int bus_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return policy_change(msg, userdata, true, error);
+}
+
+int bus_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return policy_change(msg, userdata, false, error);
+}
+
+static void record_policy_change(Manager *m, const PolicyJob *j, const PolicyRequest *q) {
+        char f_policy[POLICY_NAME_MAX + 16], f_uid[32];
+        const char *fields[] = { f_policy, f_uid, NULL };
+
+        snprintf(f_policy, sizeof(f_policy), "POLICY=%s", j->change->name);
+        snprintf(f_uid, sizeof(f_uid), "CALLER_UID=%u", (unsigned) q->uid);
+        manager_event(m, &(LogEvent) {
+                              .level = LOG_NOTICE,
+                              .message_id = MESSAGE_POLICY_CHANGED,
+                              .action = "policy-change",
+                              .fields = fields,
+                      },
+                      "Policy '%s' %s by uid %u (pid %d)%s%s", j->change->name,
+                      j->change->remove ? "removed" : "changed", (unsigned) q->uid, (int) q->pid,
+                      j->change->remove ? "" : ": ", j->change->remove ? "" : q->summary);
+}
+
+static void on_policy_done(PolicyJob *j, void *userdata) {
+        BusServer *s = userdata;
+        PolicyRequest *q = j->userdata;
+        const char *name = BUS_ERROR_FAILED;
+
+        if (j->result >= 0) {
+                record_policy_change(s->manager, j, q);
+                if (manager_reload(s->manager) < 0)
+                        (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_FAILED,
+                                                          "%s was written, but the reload refused the configuration "
+                                                          "(see the journal); the running one stays in force",
+                                                          j->path);
+                else
+                        (void) sd_bus_reply_method_return(q->msg, "s", j->path);
+        } else {
+                if (j->result == -EINVAL)
+                        name = BUS_ERROR_INVALID_POLICY;
+                else if (j->result == -ENOENT)
+                        name = BUS_ERROR_NO_SUCH_POLICY;
+                (void) sd_bus_reply_method_errorf(q->msg, name, "%s",
+                                                  j->message ? j->message : strerror(-j->result));
+        }
+        policy_request_free(q);
+}
+
+static void on_policy_dropped(PolicyJob *j) {
+        PolicyRequest *q = j->userdata;
+
+        (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_FAILED, "the daemon is stopping");
+        policy_request_free(q);
+}
+
+int bus_changes_init(BusServer *s) {
+        int r = policy_writer_new(s->manager->event, on_policy_done, s, &s->writer);
+
+        if (r >= 0)
+                r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
+                                               on_wait_timer, s);
+        if (r >= 0) {
+                (void) sd_event_source_set_description(s->wait_source, "control-waiters");
+                r = sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
+        }
+        return r;
+}
+
+void bus_changes_deinit(BusServer *s) {
+        s->writer = policy_writer_free(s->writer, on_policy_dropped);
+        while (s->n_waiters > 0) {
+                BusWaiter *w = &s->waiters[0];
+                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_FAILED, "the daemon is stopping");
+                sd_bus_message_unref(w->msg);
+                free(w->action);
+                free(w->cgroup);
+                s->waiters[0] = s->waiters[--s->n_waiters];
+        }
+        s->wait_source = sd_event_source_disable_unref(s->wait_source);
+}
+
+int bus_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        Manager *m = bus_manager_of(c);
+        _cleanup_(config_freep) Config *config = NULL;
+        ConfDiag diag = {};
+        int k;
+
+        k = bus_manager_check_admin(c, "reloading the configuration", error);
+        if (k < 0)
+                return k;
+        /* Load once to report the errors to the caller; the reload itself logs them too. */
+        k = config_load(m->args.config_root, &config, &diag);
+        if (k < 0 && k != -ENOMEM) {
+                char text[4096];
+                size_t off = 0;
+
+                text[0] = '\0';
+                for (size_t i = 0; i < diag.n_messages && off < sizeof(text); i++)
+                        off += (size_t) snprintf(text + off, sizeof(text) - off, "%s%s", i ? "\n" : "",
+                                                 diag.messages[i]);
+                conf_diag_clear(&diag);
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_CONFIGURATION,
+                                         "%s\nThe configuration has errors; the running one stays in force", text);
+        }
+        conf_diag_clear(&diag);
+        if (k < 0)
+                return k;
+        if (manager_reload(m) < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_INVALID_CONFIGURATION,
+                                         "The configuration was refused (see the journal)");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* ---- acting on request ---- */
+
+static int act_error(sd_bus_error *error, int r, const char *what, const char *path) {
+        if (r == -EPERM)
+                return sd_bus_error_setf(error, BUS_ERROR_REFUSED, "mdreclaimd does not %s %s: it never acts on "
+                                         "its own cgroup or init.scope", what, path);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "The worker's queue is full; %s %s later", what,
+                                         path);
+        return sd_bus_error_setf(error, BUS_ERROR_FAILED, "Cannot %s %s: %s", what, path, strerror(-r));
+}
+
+/* Authorized and resolved; then handed to the point that owns the action. */
+static int act_prepare(sd_bus_message *msg, BusConnection *c, const char *what, CgEntry **ret, sd_bus_error *error) {
+        const char *target;
+        int k;
+
+        k = bus_manager_check_admin(c, what, error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "s", &target);
+        if (k >= 0)
+                k = bus_manager_resolve(bus_manager_of(c), target, ret, error);
+        return k;
+}
+
+int bus_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        char reason[64];
+        uint64_t bytes;
+        int cache_only, k;
+        CgEntry *e;
+
+        k = act_prepare(msg, c, "reclaiming memory", &e, error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
+        if (k < 0)
+                return k;
+        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
+        k = manager_reclaim(bus_manager_of(c), e, bytes ? bytes : UINT64_MAX, cache_only, reason);
+        if (k < 0)
+                return act_error(error, k, "reclaim memory of", e->cg->path);
+        return reply_text(msg, "Reclaim from %s queued (%s%s); its result comes as a "
+                                           "'reclaim' event", e->cg->path, bytes ? "a set size" : "all reclaimable",
+                                           cache_only ? ", cache only" : "");
+}
+
+static int waiter_add(BusServer *s, sd_bus_message *msg, const char *action, const char *cgroup) {
+        BusWaiter *w;
+        uint64_t now = 0;
+
+        if (s->n_waiters >= BUS_WAITERS_MAX)
+                return -EBUSY;
+        (void) sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now);
+        w = &s->waiters[s->n_waiters];
+        *w = (BusWaiter) { .action = strdup(action), .cgroup = strdup(cgroup), .deadline_usec = now + BUS_WAIT_USEC };
+        if (!w->action || !w->cgroup) {
+                free(w->action);
+                free(w->cgroup);
+                return -ENOMEM;
+        }
+        w->msg = sd_bus_message_ref(msg);
+        s->n_waiters++;
+        return sd_event_source_set_enabled(s->wait_source, SD_EVENT_ON);
+}
+
+/* Answers waiter i (an event's message, or NULL: its deadline passed) and drops it. */
+static void waiter_answer(BusServer *s, size_t i, const char *message) {
+        BusWaiter *w = &s->waiters[i];
+
+        if (message)
+                (void) sd_bus_reply_method_return(w->msg, "s", message);
+        else
+                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_TIMEOUT, "No %s of %s finished within %llus; "
+                                                  "it may still run (mdctl events shows when it does)", w->action,
+                                                  w->cgroup, (unsigned long long) (BUS_WAIT_USEC / USEC_PER_SEC));
+        sd_bus_message_unref(w->msg);
+        free(w->action);
+        free(w->cgroup);
+        s->waiters[i] = s->waiters[--s->n_waiters];
+        if (s->n_waiters == 0)
+                (void) sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
+}
+
+void bus_changes_on_event(BusServer *s, const Event *e) {
+        for (size_t i = s->n_waiters; i > 0; i--)
+                if (streq(s->waiters[i - 1].action, e->action) && streq(s->waiters[i - 1].cgroup, e->cgroup))
+                        waiter_answer(s, i - 1, e->message);
+}
+
+static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata) {
+        BusServer *s = userdata;
+
+        for (size_t i = s->n_waiters; i > 0; i--)
+                if (s->waiters[i - 1].deadline_usec <= usec)
+                        waiter_answer(s, i - 1, NULL);
+        if (s->n_waiters > 0)
+                (void) sd_event_source_set_time(src, usec + USEC_PER_SEC);
+        return 0;
+}
+
+int bus_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        char reason[64];
+        int wait, k;
+        CgEntry *e;
+
+        k = act_prepare(msg, c, "starting writeback", &e, error);
+        if (k >= 0)
+                k = sd_bus_message_read(msg, "b", &wait);
+        if (k < 0)
+                return k;
+        if (wait && c->server->n_waiters >= BUS_WAITERS_MAX)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d callers wait already; try again later",
+                                         BUS_WAITERS_MAX);
+        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
+        k = manager_writeback(bus_manager_of(c), e, reason);
+        if (k < 0)
+                return act_error(error, k, "write back", e->cg->path);
+        if (!wait)
+                return reply_text(msg, "Writeback of %s queued; its result comes as a "
+                                                   "'writeback' event", e->cg->path);
+        k = waiter_add(c->server, msg, "writeback", e->cg->path);
+        return k < 0 ? k : 1;
+}

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "bus-reply.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "policy.h"
+#include "util.h"
+
+/* Every append below returns a negative errno on failure; chained with `?:`. */
+
+int bus_dict_u64(sd_bus_message *m, const char *key, uint64_t v) {
+        return sd_bus_message_append(m, "{sv}", key, "t", v);
+}
+
+static int dict_u32(sd_bus_message *m, const char *key, uint32_t v) {
+        return sd_bus_message_append(m, "{sv}", key, "u", v);
+}
+
+static int dict_i64(sd_bus_message *m, const char *key, int64_t v) {
+        return sd_bus_message_append(m, "{sv}", key, "x", v);
+}
+
+static int dict_double(sd_bus_message *m, const char *key, double v) {
+        return sd_bus_message_append(m, "{sv}", key, "d", v);
+}
+
+int bus_dict_str(sd_bus_message *m, const char *key, const char *v) {
+        return sd_bus_message_append(m, "{sv}", key, "s", v);
+}
+
+int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n) {
+        int r = sd_bus_message_open_container(m, 'e', "sv");
+
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "as");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(m, "s", v[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+int bus_dict_open(sd_bus_message *m, const char *key) {
+        int r = sd_bus_message_open_container(m, 'e', "sv");
+
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a{sv}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+        return r;
+}
+
+int bus_dict_close(sd_bus_message *m) {
+        int r = sd_bus_message_close_container(m);
+
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+/* An array of dictionaries under `key`: open, then per item sd_bus_message_open_container(m, 'a'...). */
+static int dict_open_array(sd_bus_message *m, const char *key) {
+        int r = sd_bus_message_open_container(m, 'e', "sv");
+
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "aa{sv}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "a{sv}");
+        return r;
+}
+
+/* A memory limit: bytes, or "max". */
+static int dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
+        return v == UINT64_MAX ? bus_dict_str(m, key, "max") : bus_dict_u64(m, key, v);
+}
+
+static int psi_line(sd_bus_message *m, const char *key, const PsiLine *l) {
+        int r = bus_dict_open(m, key);
+
+        if (r >= 0)
+                r = dict_double(m, "avg10", l->avg10 / 100.0);
+        if (r >= 0)
+                r = dict_double(m, "avg60", l->avg60 / 100.0);
+        if (r >= 0)
+                r = dict_double(m, "avg300", l->avg300 / 100.0);
+        if (r >= 0)
+                r = bus_dict_u64(m, "total", l->total);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+static int psi(sd_bus_message *m, const char *key, bool have, const PsiStats *p) {
+        int r;
+
+        if (!have)
+                return 0;
+        r = bus_dict_open(m, key);
+        if (r >= 0)
+                r = psi_line(m, "some", &p->some);
+        if (r >= 0 && p->has_full)
+                r = psi_line(m, "full", &p->full);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+static int stall(sd_bus_message *m, const char *key, bool have, const StallDelta *d) {
+        int r;
+
+        if (!have)
+                return 0;
+        r = bus_dict_open(m, key);
+        if (r >= 0)
+                r = bus_dict_u64(m, "some_usec", d->some_usec);
+        if (r >= 0)
+                r = bus_dict_u64(m, "full_usec", d->full_usec);
+        if (r >= 0)
+                r = dict_u32(m, "some_ppm", d->some_ppm);
+        if (r >= 0)
+                r = dict_u32(m, "full_ppm", d->full_ppm);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+static int identity(sd_bus_message *m, const CgEntry *e) {
+        int r = bus_dict_str(m, "path", e->cg->path);
+
+        if (r >= 0)
+                r = bus_dict_u64(m, "id", e->cg->id);
+        if (r >= 0 && e->unit)
+                r = bus_dict_str(m, "unit", e->unit);
+        if (r >= 0 && e->policy)
+                r = bus_dict_str(m, "policy", e->policy->name);
+        if (r >= 0 && e->policy)
+                r = bus_dict_str(m, "mode", policy_mode_to_string(e->policy->mode));
+        return r;
+}
+
+static int limits(sd_bus_message *m, const CgroupLimits *l) {
+        static const char *const names[_LIMIT_MAX] = { "memory_high", "memory_max", "memory_low", "memory_min" };
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < _LIMIT_MAX; i++)
+                if (l->have & (1u << i))
+                        r = dict_limit(m, names[i], l->limit[i]);
+        if (r < 0 || !(l->have & LIMITS_HAVE_EVENTS))
+                return r;
+        r = bus_dict_open(m, "memory_events");
+        for (size_t i = 0; r >= 0 && i < _EVENT_MAX; i++)
+                r = bus_dict_u64(m, memory_event_keys[i], l->events[i]);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+/* Figures both the summary and the full view carry. */
+static int common_figures(sd_bus_message *m, const CgEntry *e, const CgroupSample *s) {
+        bool stat = s && (s->have & SAMPLE_MEMORY_STAT);
+        int r = 0;
+
+        if (s && (s->have & SAMPLE_MEMORY_CURRENT))
+                r = bus_dict_u64(m, "memory_current", s->memory_current);
+        if (r >= 0 && stat)
+                r = bus_dict_u64(m, "dirty", sample_dirty_bytes(s));
+        if (r >= 0 && stat)
+                r = bus_dict_u64(m, "reclaimable_estimate", sample_reclaimable_bytes(s));
+        if (r >= 0)
+                r = limits(m, &e->limits);
+        return r;
+}
+
+static int devices(sd_bus_message *m, const CgroupSignals *g) {
+        int r = dict_open_array(m, "devices");
+
+        for (size_t i = 0; r >= 0 && i < g->n_devices; i++) {
+                char dev[32];
+
+                snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, g->devices[i].major, g->devices[i].minor);
+                r = sd_bus_message_append(m, "a{sv}", 3, "device", "s", dev,
+                                          "rbytes_per_sec", "t", g->devices[i].rbytes_per_sec,
+                                          "wbytes_per_sec", "t", g->devices[i].wbytes_per_sec);
+        }
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+/* The signals between the last two samples; `full` adds the rates only `show` needs. */
+static int signals(sd_bus_message *m, const CgroupSignals *g, bool full) {
+        int r;
+
+        if (!g->valid)
+                return 0;
+        r = bus_dict_open(m, "signals");
+        if (r >= 0)
+                r = bus_dict_u64(m, "interval_usec", g->interval_usec);
+        if (r >= 0)
+                r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
+        if (r >= 0)
+                r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
+        if (r >= 0 && g->have_memory_stat)
+                r = dict_i64(m, "dirty_rate", g->dirty_rate);
+        if (r >= 0)
+                r = bus_dict_u64(m, "write_rate", g->write_rate);
+        if (r >= 0 && full && g->have_memory_stat) {
+                r = bus_dict_u64(m, "refault_rate", g->refault_rate);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "scan_rate", g->scan_rate);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "steal_rate", g->steal_rate);
+        }
+        if (r >= 0 && full)
+                r = devices(m, g);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+int bus_append_cgroup_summary(sd_bus_message *m, const Observer *o, const CgEntry *e) {
+        static const MemoryStatKey keys[] = { STAT_FILE, STAT_FILE_DIRTY, STAT_FILE_WRITEBACK, STAT_SLAB_RECLAIMABLE };
+        const CgroupSample *s = cg_entry_sample(e);
+        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+
+        if (r >= 0)
+                r = identity(m, e);
+        if (r >= 0)
+                r = common_figures(m, e, s);
+        for (size_t i = 0; r >= 0 && s && i < ELEMENTSOF(keys); i++)
+                if (sample_has_stat(s, keys[i]))
+                        r = bus_dict_u64(m, memory_stat_keys[keys[i]], s->stat[keys[i]]);
+        if (r >= 0)
+                r = signals(m, &e->signals, false);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int io_devices(sd_bus_message *m, const CgroupSample *s) {
+        int r = dict_open_array(m, "io");
+
+        for (size_t i = 0; r >= 0 && i < s->n_io; i++) {
+                char dev[32];
+
+                snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, s->io[i].major, s->io[i].minor);
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+                if (r >= 0)
+                        r = bus_dict_str(m, "device", dev);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "rbytes", s->io[i].rbytes);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "wbytes", s->io[i].wbytes);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "rios", s->io[i].rios);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "wios", s->io[i].wios);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+static int sample_files(sd_bus_message *m, const CgroupSample *s) {
+        static const struct { unsigned bit; const char *file; } files[] = {
+                { SAMPLE_MEMORY_CURRENT, "memory.current" }, { SAMPLE_MEMORY_STAT, "memory.stat" },
+                { SAMPLE_MEMORY_PRESSURE, "memory.pressure" }, { SAMPLE_IO_PRESSURE, "io.pressure" },
+                { SAMPLE_IO_STAT, "io.stat" },
+        };
+        const char *bad[ELEMENTSOF(files)];
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t k = 0; r >= 0 && k < _STAT_MAX; k++)
+                if (sample_has_stat(s, k))
+                        r = bus_dict_u64(m, memory_stat_keys[k], s->stat[k]);
+        if (r >= 0)
+                r = psi(m, "memory_pressure", s->have & SAMPLE_MEMORY_PRESSURE, &s->memory_pressure);
+        if (r >= 0)
+                r = psi(m, "io_pressure", s->have & SAMPLE_IO_PRESSURE, &s->io_pressure);
+        if (r >= 0 && (s->have & SAMPLE_IO_STAT))
+                r = io_devices(m, s);
+        for (size_t i = 0; i < ELEMENTSOF(files); i++)
+                if (s->garbage & files[i].bit)
+                        bad[n++] = files[i].file;
+        if (r >= 0)
+                r = bus_dict_strv(m, "unparsable", bad, n);
+        return r;
+}
+
+int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e) {
+        const CgroupSample *s = cg_entry_sample(e);
+        uint64_t meta = 0;
+        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+
+        if (r >= 0)
+                r = identity(m, e);
+        if (r >= 0)
+                r = common_figures(m, e, s);
+        if (r >= 0 && s)
+                r = sample_files(m, s);
+        if (r >= 0)
+                r = signals(m, &e->signals, true);
+        if (r >= 0 && metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta))
+                r = bus_dict_u64(m, "metadata_dirty_estimate", meta);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int meminfo(sd_bus_message *m, const SystemSample *s) {
+        int r = bus_dict_open(m, "meminfo");
+
+        for (size_t i = 0; r >= 0 && i < _MEMINFO_MAX; i++)
+                if (s->meminfo_found & (UINT64_C(1) << i))
+                        r = bus_dict_u64(m, meminfo_keys[i], s->meminfo[i]);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}
+
+int bus_append_system(sd_bus_message *m, const Observer *o) {
+        const SystemSample *s = observer_system_sample(o);
+        const SystemSignals *g = &o->system_signals;
+        int r;
+
+        r = bus_dict_open(m, "system");
+        if (r >= 0 && s)
+                r = psi(m, "memory_pressure", s->have & SYSTEM_MEMORY_PRESSURE, &s->memory_pressure);
+        if (r >= 0 && s)
+                r = psi(m, "io_pressure", s->have & SYSTEM_IO_PRESSURE, &s->io_pressure);
+        if (r >= 0 && s && (s->have & SYSTEM_MEMINFO))
+                r = meminfo(m, s);
+        if (r >= 0 && s && (s->have & SYSTEM_VMSTAT)) {
+                r = bus_dict_u64(m, "dirty_bytes", g->dirty_bytes);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "dirty_threshold_bytes", g->dirty_threshold_bytes);
+                if (r >= 0)
+                        r = bus_dict_u64(m, "dirty_background_threshold_bytes",
+                                         g->dirty_background_threshold_bytes);
+        }
+        if (r >= 0 && g->valid)
+                r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
+        if (r >= 0 && g->valid)
+                r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
+        if (r >= 0 && g->valid)
+                r = bus_dict_u64(m, "refault_rate", g->refault_rate);
+        if (r >= 0)
+                r = bus_dict_close(m);
+        return r;
+}

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "bus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus-changes.h"
+#include "bus-manager.h"
+#include "policy-writer.h"
+#include "util.h"
+
+/* The kernel doubles it; replies beyond it wait in sd-bus's queue (bounded). */
+#define BUS_CLIENT_SNDBUF (256 * 1024)
+/* How often a paused connection looks again at its reply queue. */
+#define BUS_QUEUE_POLL_USEC (50 * USEC_PER_MSEC)
+
+static uint64_t now_usec(const BusServer *s) {
+        uint64_t t = 0;
+
+        (void) sd_event_now(s->manager->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+/* ---- connections ---- */
+
+static BusConnection *connection_free(BusConnection *c) {
+        if (!c)
+                return NULL;
+        sd_event_source_disable_unref(c->client_source);
+        sd_event_source_disable_unref(c->relay_source);
+        sd_event_source_disable_unref(c->resume_source);
+        if (c->bus)
+                sd_bus_close_unref(c->bus);
+        closep(&c->client_fd);
+        closep(&c->relay_fd);
+        peer_creds_clear(&c->creds);
+        free(c);
+        return NULL;
+}
+
+static int on_reap(sd_event_source *src, void *userdata) {
+        BusServer *s = userdata;
+        size_t j = 0;
+
+        for (size_t i = 0; i < s->n_connections; i++) {
+                if (s->connections[i]->dead)
+                        connection_free(s->connections[i]);
+                else
+                        s->connections[j++] = s->connections[i];
+        }
+        s->n_connections = j;
+        return 0;
+}
+
+static void connection_log_limit(BusConnection *c, const char *why) {
+        unsigned suppressed = 0;
+
+        if (!ratelimit_below(&c->server->refused_log, now_usec(c->server), &suppressed))
+                return;
+        log_warning("Control connection %s dropped: %s%s", c->description, why,
+                    suppressed ? " (similar messages were suppressed)" : "");
+}
+
+void bus_connection_kill(BusConnection *c, const char *why) {
+        if (c->dead)
+                return;
+        log_debug("Control connection %s ends: %s", c->description, why);
+        c->dead = true;
+        c->subscribed = false;
+        (void) sd_event_source_set_enabled(c->client_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(c->relay_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(c->server->reap_source, SD_EVENT_ONESHOT);
+}
+
+typedef enum Wait { WAIT_CLIENT, WAIT_RELAY, WAIT_TIMER } Wait;
+
+static void connection_wait(BusConnection *c, Wait w, uint64_t usec) {
+        (void) sd_event_source_set_enabled(c->client_source, w == WAIT_CLIENT ? SD_EVENT_ON : SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(c->relay_source, w == WAIT_RELAY ? SD_EVENT_ON : SD_EVENT_OFF);
+        if (w == WAIT_TIMER) {
+                (void) sd_event_source_set_time(c->resume_source, now_usec(c->server) + MAX(usec, (uint64_t) 1000));
+                (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_OFF);
+}
+
+static const char *stream_error(int r) {
+        switch (r) {
+        case -EMSGSIZE:
+                return "it sent a message larger than the limit of the control API";
+        case -EBADMSG:
+                return "it sent something that is not a D-Bus message";
+        default:
+                return "its authentication phase was malformed or too long";
+        }
+}
+
+/* Checks what was read and passes what may go on. Returns true to go on, false if it stopped. */
+static bool connection_check(BusConnection *c) {
+        uint64_t avail = token_bucket_available(&c->bucket, now_usec(c->server)), budget = avail;
+        size_t n = 0;
+        int r;
+
+        r = bus_stream_feed(&c->stream, c->buf + c->checked, c->len - c->checked, &budget, &n);
+        if (r < 0) {
+                connection_log_limit(c, stream_error(r));
+                bus_connection_kill(c, "protocol or limit violation");
+                return false;
+        }
+        token_bucket_take(&c->bucket, avail - budget);
+        c->checked += n;
+        if (n == 0) {
+                /* The rate limit: read on when a token is there. */
+                connection_wait(c, WAIT_TIMER, token_bucket_wait_usec(&c->bucket));
+                return false;
+        }
+        return true;
+}
+
+/* A client that does not read its replies gets no more of its requests read. */
+static bool connection_output_ok(BusConnection *c) {
+        uint64_t queued = 0;
+
+        if (sd_bus_get_n_queued_write(c->bus, &queued) < 0 || queued <= BUS_QUEUED_PAUSE)
+                return true;
+        if (queued > BUS_QUEUED_MAX) {
+                connection_log_limit(c, "it does not read its replies");
+                bus_connection_kill(c, "reply queue full");
+        } else
+                connection_wait(c, WAIT_TIMER, BUS_QUEUE_POLL_USEC);
+        return false;
+}
+
+/* Moves bytes from the client to sd-bus until one side would block. */
+static void connection_pump(BusConnection *c) {
+        while (!c->dead) {
+                ssize_t k;
+
+                if (c->written < c->checked) {
+                        k = write(c->relay_fd, c->buf + c->written, c->checked - c->written);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0 && errno == EAGAIN)
+                                return connection_wait(c, WAIT_RELAY, 0);
+                        if (k < 0)
+                                return bus_connection_kill(c, "cannot pass data on to sd-bus");
+                        c->written += (size_t) k;
+                        continue;
+                }
+                if (c->checked < c->len) {
+                        if (!connection_check(c))
+                                return;
+                        continue;
+                }
+                c->len = c->checked = c->written = 0;
+                if (!connection_output_ok(c))
+                        return;
+                k = read(c->client_fd, c->buf, sizeof(c->buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN)
+                        return connection_wait(c, WAIT_CLIENT, 0);
+                if (k <= 0)
+                        return bus_connection_kill(c, k == 0 ? "the client closed the connection" : "read error");
+                c->len = (size_t) k;
+        }
+}
+
+static int on_client(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        connection_pump(userdata);
+        return 0;
+}
+
+static int on_relay(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        connection_pump(userdata);
+        return 0;
+}
+
+static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
+        connection_pump(userdata);
+        return 0;
+}
+
+static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        bus_connection_kill(userdata, "sd-bus ended the connection");
+        return 0;
+}
+
+static int read_creds(int fd, PeerCreds *ret) {
+        struct ucred uc;
+        socklen_t len = sizeof(uc);
+        gid_t *groups = NULL;
+        int n = 16;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+                return negative_errno();
+        for (;;) {
+                gid_t *g = realloc(groups, (size_t) n * sizeof(gid_t));
+                if (!g) {
+                        free(groups);
+                        return -ENOMEM;
+                }
+                groups = g;
+                len = (socklen_t) ((size_t) n * sizeof(gid_t));
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) >= 0)
+                        break;
+                if (errno != ERANGE || n >= 65536) {
+                        /* Without the list only uid 0 and the primary group count. */
+                        len = 0;
+                        break;
+                }
+                n = (int) (len / sizeof(gid_t)) + 1;
+        }
+        *ret = (PeerCreds) { .pid = uc.pid, .uid = uc.uid, .gid = uc.gid, .groups = groups,
+                             .n_groups = len / sizeof(gid_t) };
+        return 0;
+}
+
+static int connection_setup_bus(BusConnection *c, int relay_peer) {
+        sd_id128_t id;
+        int out, r;
+
+        out = fcntl(c->client_fd, F_DUPFD_CLOEXEC, 3);
+        if (out < 0) {
+                r = negative_errno();
+                close(relay_peer);
+                return r;
+        }
+        r = sd_bus_new(&c->bus);
+        if (r >= 0)
+                r = sd_bus_set_fd(c->bus, relay_peer, out);
+        if (r < 0) {
+                close(relay_peer);
+                close(out);
+                return r;
+        }
+        (void) sd_bus_set_description(c->bus, c->description);
+        r = sd_id128_randomize(&id);
+        /* Who the peer is comes from its socket (bus.h), so sd-bus may accept any SASL identity. */
+        if (r >= 0)
+                r = sd_bus_set_server(c->bus, 1, id);
+        if (r >= 0)
+                r = sd_bus_set_anonymous(c->bus, 1);
+        if (r >= 0)
+                r = sd_bus_negotiate_fds(c->bus, 0);
+        /* sd-bus would flush each connection when the loop exits, blocking on a client that never
+         * finished authenticating; connections are closed without waiting instead (bus_server_free). */
+        if (r >= 0)
+                r = sd_bus_set_close_on_exit(c->bus, 0);
+        if (r >= 0)
+                r = sd_bus_add_match(c->bus, NULL, "type='signal',path='/org/freedesktop/DBus/Local',"
+                                     "interface='org.freedesktop.DBus.Local',member='Disconnected'",
+                                     on_disconnected, c);
+        if (r >= 0)
+                r = bus_manager_attach(c);
+        if (r >= 0)
+                r = sd_bus_start(c->bus);
+        if (r >= 0)
+                r = sd_bus_attach_event(c->bus, c->server->manager->event, SD_EVENT_PRIORITY_NORMAL);
+        /* sd-bus raised the client's send buffer to 8M; a stuck client should not hold that much. */
+        if (r >= 0)
+                (void) setsockopt(out, SOL_SOCKET, SO_SNDBUF, &(int) { BUS_CLIENT_SNDBUF }, sizeof(int));
+        return r;
+}
+
+static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection **ret) {
+        BusConnection *c = calloc(1, sizeof(BusConnection));
+        int pair[2], r;
+
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->server = s;
+        c->id = ++s->next_id;
+        c->client_fd = fd;
+        c->relay_fd = -1;
+        c->creds = *creds;
+        *creds = (PeerCreds) {};
+        snprintf(c->description, sizeof(c->description), "#%llu (pid %d, uid %u)",
+                 (unsigned long long) c->id, (int) c->creds.pid, (unsigned) c->creds.uid);
+        bus_stream_init(&c->stream, BUS_MESSAGE_MAX);
+        token_bucket_init(&c->bucket, BUS_RATE_PER_SEC, BUS_RATE_BURST, now_usec(s));
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0) {
+                r = negative_errno();
+                connection_free(c);
+                return r;
+        }
+        c->relay_fd = pair[0];
+        r = connection_setup_bus(c, pair[1]);
+        if (r >= 0)
+                r = sd_event_add_io(s->manager->event, &c->client_source, fd, EPOLLIN, on_client, c);
+        if (r >= 0)
+                r = sd_event_add_io(s->manager->event, &c->relay_source, c->relay_fd, EPOLLOUT, on_relay, c);
+        if (r >= 0)
+                r = sd_event_add_time(s->manager->event, &c->resume_source, CLOCK_MONOTONIC, 0, 0, on_resume, c);
+        if (r < 0) {
+                connection_free(c);
+                return r;
+        }
+        (void) sd_event_source_set_description(c->client_source, "control-client");
+        (void) sd_event_source_set_description(c->relay_source, "control-relay");
+        (void) sd_event_source_set_description(c->resume_source, "control-resume");
+        connection_wait(c, WAIT_CLIENT, 0);
+        *ret = c;
+        return 0;
+}
+
+/* ---- the listening socket ---- */
+
+static size_t connections_of_uid(const BusServer *s, uid_t uid) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_connections; i++)
+                n += !s->connections[i]->dead && s->connections[i]->creds.uid == uid;
+        return n;
+}
+
+size_t bus_server_connections(const BusServer *s) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_connections; i++)
+                n += !s->connections[i]->dead;
+        return n;
+}
+
+static void refuse(BusServer *s, const PeerCreds *creds, BusAdmission a) {
+        unsigned suppressed = 0;
+
+        if (!ratelimit_below(&s->refused_log, now_usec(s), &suppressed))
+                return;
+        log_warning("Control connection from pid %d (uid %u) refused: too many connections%s (%d)%s",
+                    (int) creds->pid, (unsigned) creds->uid, a == BUS_REFUSE_FULL ? "" : " of this user",
+                    a == BUS_REFUSE_FULL ? BUS_CONNECTIONS_MAX : BUS_CONNECTIONS_PER_UID_MAX,
+                    suppressed ? " (similar messages were suppressed)" : "");
+}
+
+static void accept_one(BusServer *s, int fd) {
+        PeerCreds creds = {};
+        BusConnection *c, **n;
+        BusAdmission a;
+        int r;
+
+        r = read_creds(fd, &creds);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read a control client's credentials, closing: %m");
+                close(fd);
+                return;
+        }
+        a = bus_admission(bus_server_connections(s), connections_of_uid(s, creds.uid), creds.uid);
+        if (a != BUS_ADMIT) {
+                refuse(s, &creds, a);
+                peer_creds_clear(&creds);
+                close(fd);
+                return;
+        }
+        n = realloc(s->connections, (s->n_connections + 1) * sizeof(BusConnection *));
+        if (!n) {
+                peer_creds_clear(&creds);
+                close(fd);
+                return;
+        }
+        s->connections = n;
+        r = connection_new(s, fd, &creds, &c);
+        peer_creds_clear(&creds);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set up a control connection: %m");
+                return;
+        }
+        s->connections[s->n_connections++] = c;
+        log_debug("Control connection %s opened", c->description);
+}
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        /* A bounded batch per wakeup, so that a flood of connects cannot hold the loop. */
+        for (int i = 0; i < 16; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_debug_errno(errno, "accept() on the control socket failed: %m");
+                        return 0;
+                }
+                accept_one(userdata, cfd);
+        }
+        return 0;
+}
+
+/* Whether something answers on `path` (then another daemon serves it). */
+static bool socket_alive(const struct sockaddr_un *sa) {
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        return fd >= 0 && connect(fd, (const struct sockaddr *) sa, sizeof(*sa)) == 0;
+}
+
+static int prepare_path(const char *path, const struct sockaddr_un *sa) {
+        _cleanup_free_ char *dir = strdup(path);
+        struct stat st;
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        return log_error_errno(errno, "Cannot create %s for the control socket: %m", dir);
+        }
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : log_error_errno(errno, "Cannot look at %s: %m", path);
+        if (!S_ISSOCK(st.st_mode))
+                return log_error_errno(EEXIST, "%s exists and is not a socket; not replacing it", path);
+        if (socket_alive(sa))
+                return log_error_errno(EADDRINUSE, "Another daemon answers on %s; is mdreclaimd running already?",
+                                       path);
+        if (unlink(path) < 0)
+                return log_error_errno(errno, "Cannot remove the stale socket %s: %m", path);
+        return 0;
+}
+
+static int listen_on(const char *path, int *ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "Control socket path too long: %s", path);
+        strcpy(sa.sun_path, path);
+        r = prepare_path(path, &sa);
+        if (r < 0)
+                return r;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot create the control socket: %m");
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return log_error_errno(errno, "Cannot bind the control socket to %s: %m", path);
+        /* Anyone may connect and read; what a caller may change is checked per call. */
+        if (chmod(path, 0666) < 0 || listen(fd, 64) < 0)
+                return log_error_errno(errno, "Cannot set up the control socket %s: %m", path);
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+/* ---- events as signals ---- */
+
+static void on_event(Manager *m, const Event *e, void *userdata) {
+        BusServer *s = userdata;
+
+        bus_changes_on_event(s, e);
+        for (size_t i = 0; i < s->n_connections; i++) {
+                BusConnection *c = s->connections[i];
+                uint64_t queued = 0;
+                int r;
+
+                if (!c->subscribed || c->dead)
+                        continue;
+                if (sd_bus_get_n_queued_write(c->bus, &queued) >= 0 && queued > BUS_QUEUED_MAX) {
+                        connection_log_limit(c, "it does not read the events it subscribed to");
+                        bus_connection_kill(c, "event queue full");
+                        continue;
+                }
+                r = sd_bus_emit_signal(c->bus, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", "ttissss", e->seq,
+                                       e->realtime_usec, (int32_t) e->level, e->action, e->cgroup, e->unit,
+                                       e->message);
+                if (r < 0)
+                        bus_connection_kill(c, "cannot send an event");
+        }
+}
+
+int bus_server_new(Manager *m, const char *path, BusServer **ret) {
+        _cleanup_(bus_server_freep) BusServer *s = calloc(1, sizeof(BusServer));
+        struct timespec ts;
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->listen_fd = -1;
+        s->refused_log = (RateLimit) RATELIMIT_INIT(10 * USEC_PER_SEC, 5);
+        (void) clock_gettime(CLOCK_REALTIME, &ts);
+        s->started_realtime_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        s->path = strdup(path);
+        if (!s->path)
+                return -ENOMEM;
+        r = listen_on(path, &s->listen_fd);
+        if (r < 0)
+                return r;
+        r = sd_event_add_io(m->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
+        if (r >= 0)
+                r = sd_event_add_defer(m->event, &s->reap_source, on_reap, s);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
+        if (r >= 0)
+                r = bus_changes_init(s);
+        if (r < 0)
+                return log_error_errno(r, "Cannot serve the control socket: %m");
+        (void) sd_event_source_set_description(s->listen_source, "control-listen");
+        (void) sd_event_source_set_description(s->reap_source, "control-reap");
+        m->event_hook = on_event;
+        m->event_hook_userdata = s;
+        log_debug("Control API on %s", path);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+BusServer *bus_server_free(BusServer *s) {
+        if (!s)
+                return NULL;
+        if (s->manager && s->manager->event_hook_userdata == s) {
+                s->manager->event_hook = NULL;
+                s->manager->event_hook_userdata = NULL;
+        }
+        bus_changes_deinit(s);
+        for (size_t i = 0; i < s->n_connections; i++)
+                connection_free(s->connections[i]);
+        free(s->connections);
+        sd_event_source_disable_unref(s->listen_source);
+        sd_event_source_disable_unref(s->reap_source);
+        if (s->listen_fd >= 0) {
+                close(s->listen_fd);
+                (void) unlink(s->path);
+        }
+        free(s->path);
+        free(s->admin_group);
+        free(s);
+        return NULL;
+}
