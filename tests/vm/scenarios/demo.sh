@@ -114,7 +114,15 @@ if [ "$have_mdctl" = 1 ]; then
 fi
 
 section "what mdreclaimd logged (journalctl -u mdreclaimd)"
-journalctl -u mdreclaimd.service --no-pager -o short-monotonic | tail -n 20 | tee /tmp/journal.txt
+journalctl -u mdreclaimd.service --no-pager -o short-monotonic > /tmp/journal.txt
+n=$(wc -l < /tmp/journal.txt)
+if [ "$n" -le 24 ]; then
+    cat /tmp/journal.txt
+else
+    head -n 8 /tmp/journal.txt
+    echo "    ... ($((n - 20)) more lines) ..."
+    tail -n 12 /tmp/journal.txt
+fi
 
 section "checks"
 check_cmp "--sample-once (cgroup2 found by discovery) exits 0" "$rc" -eq 0
