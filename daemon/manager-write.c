@@ -415,17 +415,19 @@ void manager_job_done(const Job *job, void *userdata) {
                 return;
         }
         if (p.kind == JOB_WRITEBACK) {
-                char f_files[48], f_dur[48];
-                const char *fields[] = { f_files, f_dur, NULL };
+                char f_files[48], f_dur[48], f_commits[48];
+                const char *fields[] = { f_files, f_dur, f_commits, NULL };
 
                 write_point_writeback_done(&m->write_point, p.cgroup_id);
                 snprintf(f_files, sizeof(f_files), "FILES=%" PRIu64, job->files);
                 snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, job->duration_usec);
+                snprintf(f_commits, sizeof(f_commits), "BTRFS_COMMITS=%" PRIu64, job->commits);
                 manager_event(m, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                                .cgroup = job->path, .unit = e ? e->unit : NULL,
                                                .action = "writeback", .fields = fields },
-                              "%s: writeback started on %" PRIu64 " files in %" PRIu64 "ms%s%s", job->path,
+                              "%s: writeback started on %" PRIu64 " files in %" PRIu64 "ms%s%s%s", job->path,
                               job->files, job->duration_usec / USEC_PER_MSEC,
+                              job->commits ? " and a btrfs commit" : "",
                               job->interrupted ? " (time budget reached)" : "",
                               job->result < 0 ? " (failed)" : "");
                 return;

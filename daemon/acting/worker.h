@@ -18,7 +18,8 @@
 typedef enum JobKind {
         JOB_WRITE,              /* write `data` to `file` below the cgroup */
         JOB_RECLAIM,            /* write `bytes` to memory.reclaim, measure memory.current around it */
-        JOB_WRITEBACK,          /* start writeback of the files the cgroup's tasks hold open for writing */
+        JOB_WRITEBACK,          /* start writeback of the files the cgroup's tasks hold open for
+                                 * writing, and a commit of each btrfs they are on */
 } JobKind;
 
 typedef struct Job {
@@ -38,6 +39,7 @@ typedef struct Job {
         uint64_t duration_usec;
         uint64_t before, after; /* memory.current around a reclaim */
         uint64_t files;         /* files a writeback touched */
+        uint64_t commits;       /* btrfs transaction commits a writeback started */
         bool interrupted;       /* stopped at its time budget */
 } Job;
 
