@@ -1,0 +1,1 @@
+alloc-point.sh
