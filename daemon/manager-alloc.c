@@ -117,12 +117,13 @@ void manager_reclaim_done(Manager *m, const Job *job, uint64_t cgroup_id) {
                 m->swappiness_arg = 0;
                 /* Asked again without it; the point's request stays in flight meanwhile. */
                 if (!e || manager_reclaim(m, e, job->bytes, true, job->data) < 0)
-                        alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, 0, 0, 0);
+                        alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, 0, manager_now_usec(m),
+                                                 m->config->daemon.interval_usec);
                 return;
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
                 m->swappiness_arg = 1;
-        alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, freed, job->duration_usec,
+        alloc_point_reclaim_done(&m->alloc_point, cgroup_id, job->bytes, freed, manager_now_usec(m),
                                  m->config->daemon.interval_usec);
         if (!e)
                 return;
@@ -143,7 +144,8 @@ static int execute(Manager *m, const ApAction *a) {
         if (a->observe) {
                 reclaim_event(m, e, ap_action_to_string(a->kind), true, "", a->value, 0, 0, a->reason);
                 if (a->kind == AP_RECLAIM)
-                        alloc_point_reclaim_done(&m->alloc_point, a->cgroup_id, a->value, a->value, 0, 0);
+                        alloc_point_reclaim_done(&m->alloc_point, a->cgroup_id, a->value, a->value,
+                                                 manager_now_usec(m), m->config->daemon.interval_usec);
                 return 0;
         }
         switch (a->kind) {

@@ -22,7 +22,7 @@ void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
         log_set_max_level(args->log_level >= 0 ? args->log_level : c->daemon.log_level);
 }
 
-static uint64_t now_usec(Manager *m) {
+uint64_t manager_now_usec(Manager *m) {
         uint64_t t = 0;
 
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
@@ -49,7 +49,7 @@ void manager_event(Manager *m, const LogEvent *ev, const char *format, ...) {
 void manager_action_failed(Manager *m, int error, const char *path, const char *action) {
         unsigned suppressed;
 
-        if (!ratelimit_below(&m->action_failures, now_usec(m), &suppressed))
+        if (!ratelimit_below(&m->action_failures, manager_now_usec(m), &suppressed))
                 return;
         if (suppressed)
                 log_warning("(%u more failed actions were not logged)", suppressed);
@@ -207,7 +207,7 @@ static void manager_reconcile_triggers(Manager *m) {
 
 static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
         Manager *m = userdata;
-        uint64_t now = now_usec(m);
+        uint64_t now = manager_now_usec(m);
         CgEntry *e = t->cgroup_id ? cgtable_find(&m->observer->cgroups, t->cgroup_id) : NULL;
         const char *res = psi_resource_to_string(t->resource);
         char f_res[32], f_lat[64];
@@ -281,7 +281,7 @@ int manager_rescan(Manager *m) {
 }
 
 int manager_tick(Manager *m) {
-        uint64_t now = now_usec(m);
+        uint64_t now = manager_now_usec(m);
         int r = observer_sample(m->observer, now);
 
         if (r < 0)
@@ -331,7 +331,7 @@ int manager_reload(Manager *m) {
         int r;
 
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
-                          now_usec(m));
+                          manager_now_usec(m));
         r = config_load(m->args.config_root, &c, &diag);
         if (r < 0) {
                 for (size_t i = 0; i < diag.n_messages; i++)

@@ -137,5 +137,8 @@ void manager_reclaim_done(Manager *m, const Job *job, uint64_t cgroup_id);
  * refused): warned about, at most ten times a minute. */
 void manager_action_failed(Manager *m, int error, const char *path, const char *action);
 
+/* The loop's CLOCK_MONOTONIC now, in µs. */
+uint64_t manager_now_usec(Manager *m);
+
 /* Applies the log level: --log-level wins over LogLevel=. */
 void manager_apply_log_level(const ManagerArgs *args, const Config *c);

@@ -36,6 +36,15 @@ uint64_t alloc_point_room(const ApCgroup *c) {
         return room;
 }
 
+/* The room, also above the level where reclaiming this cgroup was seen to hurt. */
+static uint64_t room_for(const ApCgroup *c, const ApCgroupState *cs) {
+        uint64_t room = alloc_point_room(c);
+
+        if (cs && cs->learned_floor > 0)
+                room = MIN(room, c->reclaimable > cs->learned_floor ? c->reclaimable - cs->learned_floor : 0);
+        return room;
+}
+
 static ApAction *add(ApPlan *p, ApActionKind kind, const ApCgroup *c) {
         ApAction *a;
 
@@ -75,9 +84,16 @@ static void proactive(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApS
         if (!target || !c->valid || cs->inflight || now < cs->next_usec)
                 return;
         if (c->stall_ppm >= target) {
+                /* Stalling right after a reclaim: it took what is still used. Keep
+                 * at least what is left now (and one step more) from here on. */
+                if (cs->last_reclaim_usec && now - cs->last_reclaim_usec <= 2 * st->tick_usec)
+                        cs->learned_floor = c->reclaimable + c->policy->reclaim_step_max;
                 back_off(cs, now, st->tick_usec);
                 return;
         }
+        /* The working set moves: a learned floor wears off, by 1/256 a tick
+         * (about three minutes to lose a half at 1 s ticks). */
+        cs->learned_floor -= cs->learned_floor / 256;
         /* Refaults climbing: it is reclaiming pages that are still used. */
         if (c->refault_rate > AP_STEP_MIN && c->refault_rate > cs->last_refault_rate * 2) {
                 cs->last_refault_rate = c->refault_rate;
@@ -87,7 +103,7 @@ static void proactive(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApS
         cs->last_refault_rate = c->refault_rate;
         step = c->policy->reclaim_step_max / target * (target - c->stall_ppm) +
                c->policy->reclaim_step_max % target * (target - c->stall_ppm) / target;
-        room = alloc_point_room(c);
+        room = room_for(c, cs);
         step = MIN(step, room);
         if (step < AP_STEP_MIN)
                 return;
@@ -123,9 +139,25 @@ static bool before(const ApCgroup *a, const ApCgroup *b) {
         return alloc_point_room(a) > alloc_point_room(b);
 }
 
-static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s) {
+/*
+ * Host pressure: caches of the lowest priority that still has room go first,
+ * at most AP_GLOBAL_PER_TICK cgroups a tick and all of that one priority: a
+ * higher priority is touched only once every lower one is at its floor. A
+ * cgroup whose last reclaim freed little waits out its backoff.
+ */
+static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, uint64_t now) {
         const ApCgroup *picked[AP_GLOBAL_PER_TICK] = {};
+        bool level_set = false;
+        unsigned level = 0;
 
+        for (size_t i = 0; i < n; i++)
+                if (touchable(&cg[i]) && alloc_point_room(&cg[i]) >= AP_STEP_MIN &&
+                    (!level_set || cg[i].policy->priority < level)) {
+                        level = cg[i].policy->priority;
+                        level_set = true;
+                }
+        if (!level_set)
+                return;
         for (size_t k = 0; k < AP_GLOBAL_PER_TICK; k++) {
                 ApCgroupState *cs;
 
@@ -135,7 +167,8 @@ static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s) 
 
                         for (size_t j = 0; j < k; j++)
                                 dup |= picked[j] == &cg[i];
-                        if (dup || !touchable(&cg[i]) || (x && x->inflight) || alloc_point_room(&cg[i]) < AP_STEP_MIN)
+                        if (dup || !touchable(&cg[i]) || cg[i].policy->priority != level ||
+                            (x && (x->inflight || now < x->next_usec)) || alloc_point_room(&cg[i]) < AP_STEP_MIN)
                                 continue;
                         if (!picked[k] || before(&cg[i], picked[k]))
                                 picked[k] = &cg[i];
@@ -210,7 +243,7 @@ void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint
                 proactive(p, &cg[i], cs, st, now);
         }
         if (pressure)
-                global(p, cg, n, s);
+                global(p, cg, n, s, now);
         throttle(p, cg, n, s, st, now, pressure);
         /* Forget cgroups that are gone (or lost their policy), unless throttled: those are lifted first. */
         for (size_t i = s->n; i > 0; i--) {
@@ -229,6 +262,7 @@ void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, u
         if (!cs)
                 return;
         cs->inflight = false;
+        cs->last_reclaim_usec = now;
         /* Got what it asked (EAGAIN happens even then): the loop may go on; otherwise wait. */
         if (freed * 2 >= asked && cs->backoff > 0)
                 cs->backoff--;

@@ -62,6 +62,8 @@ typedef struct ApCgroupState {
         uint64_t next_usec;             /* no reclaim before this */
         uint64_t last_refault_rate;
         bool inflight;
+        uint64_t last_reclaim_usec;     /* when the last reclaim of it finished */
+        uint64_t learned_floor;         /* reclaimable level under which reclaiming hurt; 0: none */
         uint64_t throttle_high;         /* memory.high asked for; 0: not throttled */
 } ApCgroupState;
 

@@ -117,6 +117,26 @@ static void test_floors(void **s) {
         assert_int_equal(alloc_point_room(&cg[0]), 5 * MIB);
 }
 
+static void test_stall_after_reclaim_learns_a_floor(void **s) {
+        decide(1 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, 16 * MIB);
+        alloc_point_reclaim_done(&state, 1, 16 * MIB, 16 * MIB, 1 * SEC, SEC);
+        /* The stall rises right after: what was reclaimed was still used. */
+        cg[0].reclaimable = 1084 * MIB;
+        cg[0].stall_ppm = 3000;
+        decide(2 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        assert_int_equal(state.cg[0].learned_floor, 1084 * MIB + 16 * MIB);
+        /* Calm again: nothing is taken below the learned floor. */
+        cg[0].stall_ppm = 0;
+        decide(10 * SEC);
+        assert_null(find(AP_RECLAIM, 1));
+        /* The working set grows back: room above the floor is reclaimed again. */
+        cg[0].reclaimable = 1300 * MIB;
+        decide(11 * SEC);
+        assert_non_null(find(AP_RECLAIM, 1));
+}
+
 static void test_metadata_cache_max(void **s) {
         hog.metadata_cache_max = 64 * MIB;
         cg[1].slab_reclaimable = 70 * MIB;
@@ -129,11 +149,21 @@ static void test_global_pressure_order(void **s) {
         cold.pressure_target_ppm = 0;
         st.host_stall_ppm = 200000;
         decide(1 * SEC);
-        /* Lowest priority first (hog, 10), then cold (50); never the protected db. */
-        assert_int_equal(plan.n, 2);
+        /* Only the lowest priority with room (hog, 10); never the protected db. */
+        assert_int_equal(plan.n, 1);
         assert_int_equal(plan.actions[0].cgroup_id, 2);
-        assert_int_equal(plan.actions[1].cgroup_id, 1);
         assert_null(find(AP_RECLAIM, 3));
+        /* Busy or backing off, the hog is not skipped for a higher priority. */
+        decide(2 * SEC);
+        assert_int_equal(plan.n, 0);
+        alloc_point_reclaim_done(&state, 2, 16 * MIB, 0, 2 * SEC, SEC);   /* freed nothing: back off */
+        decide(3 * SEC);
+        assert_int_equal(plan.n, 0);
+        /* Once the hog has no room left, the next priority comes. */
+        cg[1].reclaimable = 0;
+        decide(5 * SEC);
+        assert_int_equal(plan.n, 1);
+        assert_int_equal(plan.actions[0].cgroup_id, 1);
         /* MemAvailable under its floor is pressure too. */
         setup(NULL);
         cold.pressure_target_ppm = 0;
@@ -182,6 +212,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_backoff_over_target_grows, setup),
                 cmocka_unit_test_setup(test_refaults_climbing_back_off, setup),
                 cmocka_unit_test_setup(test_floors, setup),
+                cmocka_unit_test_setup(test_stall_after_reclaim_learns_a_floor, setup),
                 cmocka_unit_test_setup(test_metadata_cache_max, setup),
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
