@@ -1,0 +1,211 @@
+#!/bin/bash
+# vm-mode: systemd
+# vm-fs: ext4
+# vm-write-bps: 16777216
+# The Debian package end to end, under systemd, with the unit as shipped:
+# `apt-get install` of the .deb built from this tree (MDRECLAIM_DEB, made by
+# tests/vm/build-deb) brings mdreclaimd.service up active; mdctl talks to it;
+# a policy set with mdctl survives `systemctl restart`; `systemctl reload`
+# applies an edited policy file. The hardened sandbox keeps the daemon's
+# features working: a PressureTarget= policy arms a PSI trigger, `mdctl
+# writeback --wait` writes a unit's dirty data back, and a protected victim
+# beside a bulk writer gets the writer's io.max capped. `apt-get purge`,
+# run while that cap is in place, removes everything and leaves every
+# cgroup's memory.high and io.max as they were before the install.
+#   tests/vm/build-deb -- tests/vm/vmtest package     (meson test --suite package)
+. "$(dirname "$0")/lib.sh"
+
+# vmtest writes MDR_DEB into job.env; run-scenario does not export it.
+[ -n "${MDR_DEB:-}" ] || MDR_DEB=$(. "$MDR_RESULTS/job.env" && echo "${MDR_DEB:-}")
+if [ -z "$MDR_DEB" ] || [ ! -f "$MDR_DEB" ]; then
+    fatal "MDRECLAIM_DEB is not set to a built .deb (got '$MDR_DEB'); run it through tests/vm/build-deb"
+fi
+for tool in jq apt-get systemd-run; do
+    command -v "$tool" > /dev/null || fatal "$tool is needed in the guest"
+done
+
+section() { printf '\n--- %s\n' "$*"; }
+mdctl() { /usr/bin/mdctl "$@"; }
+svc=mdreclaimd.service
+slice=/sys/fs/cgroup/system.slice
+
+# wait_for SECONDS COMMAND...: polls until the command succeeds.
+wait_for() {
+    local n=$(( $1 * 2 )); shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.5
+        n=$((n - 1))
+    done
+    return 1
+}
+socket_up() { mdctl status > /dev/null 2>&1; }
+# The armed PSI triggers, from the daemon's sd_notify STATUS=.
+psi_count() { systemctl show -P StatusText "$svc" | sed -n 's/.*, \([0-9]*\) PSI triggers.*/\1/p'; }
+main_pid() { systemctl show -P MainPID "$svc"; }
+journal() { journalctl -q -o cat -u "$svc" --no-pager; }
+# Every cgroup's memory.high and io.max, one line each.
+throttles() {
+    find /sys/fs/cgroup -mindepth 1 -type f \( -name memory.high -o -name io.max \) 2> /dev/null | sort \
+        | while read -r f; do printf '%s %s\n' "$f" "$(tr '\n' ' ' < "$f" 2> /dev/null)"; done
+}
+
+section "before the install"
+# The host's policy-rc.d (a container's) answers 101, so the maintainer
+# scripts would never start the service; man-db's index update is slow
+# under TCG and tests nothing here. systemd-prepare installs the daemon's
+# unit in /etc only when MDRECLAIMD is set, which would shadow the package's.
+rm -f /usr/sbin/policy-rc.d
+rm -f /var/lib/man-db/auto-update    # what man-db/auto-update=false leaves
+# The host's PackageKit hook (DPkg::Post-Invoke) asks packagekitd over D-Bus
+# after every dpkg run and, in the guest, waits for its timeout.
+rm -f /etc/apt/apt.conf.d/20packagekit
+if [ -e /etc/systemd/system/$svc ]; then
+    rm -f /etc/systemd/system/$svc
+    systemctl daemon-reload
+fi
+check "mdreclaim is not installed yet" bash -c '! dpkg -s mdreclaim > /dev/null 2>&1'
+throttles > /tmp/throttles.before
+note "$(wc -l < /tmp/throttles.before) memory.high/io.max files recorded"
+# Settings for a test that must not take long: faster ticks and rescans. The
+# drop-in directory is the package's too: purge must remove it.
+mkdir -p /etc/mdreclaim/mdreclaimd.conf.d
+cat > /etc/mdreclaim/mdreclaimd.conf.d/vm-test.conf <<'EOT'
+[Daemon]
+Interval=500ms
+RescanInterval=1s
+[WritePoint]
+IOPressureLimit=10%
+CapHoldTime=10s
+EOT
+
+section "apt-get install $(basename "$MDR_DEB")"
+t0=$(now)
+check "apt-get install succeeds" \
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$MDR_DEB"
+note "install took $(since "$t0") s"
+check "the service is active" test "$(systemctl is-active $svc)" = active
+check "and enabled" test "$(systemctl is-enabled $svc)" = enabled
+check "from the package's unit in /lib/systemd/system" \
+    test "$(systemctl show -P FragmentPath $svc)" = /lib/systemd/system/$svc
+check "running /usr/sbin/mdreclaimd" \
+    grep -q '^ExecStart={ path=/usr/sbin/mdreclaimd ' <(systemctl show -p ExecStart $svc)
+check "mdctl status answers" wait_for 30 socket_up
+mdctl status
+check "mdctl's man page is installed" test -f /usr/share/man/man1/mdctl.1.gz
+pid=$(main_pid)
+note "MainPID $pid: $(grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/$pid/status | tr '\t\n' '  ')"
+check "it runs with NoNewPrivileges and a seccomp filter" \
+    bash -c "grep -q '^NoNewPrivs:[[:space:]]*1' /proc/$pid/status && grep -q '^Seccomp:[[:space:]]*2' /proc/$pid/status"
+
+section "a PressureTarget= policy set with mdctl arms a PSI trigger"
+systemd-run --quiet --unit=mdr-idle.service sleep 3600
+base=$(psi_count)
+note "PSI triggers before the policy: $base"
+check "root sets the policy" mdctl policy set mdr-idle.service PressureTarget=5% Mode=enforce
+cat /etc/mdreclaim/policies.d/mdr-idle.service.conf
+more_psi() { [ "$(psi_count)" -gt "$base" ]; }
+check "one more PSI trigger is armed (on the unit's memory.pressure)" wait_for 30 more_psi
+note "StatusText: $(systemctl show -P StatusText $svc)"
+
+section "systemctl restart mdreclaimd"
+systemctl restart $svc
+check "the service is active again" test "$(systemctl is-active $svc)" = active
+check "the control socket answers again" wait_for 30 socket_up
+check "the policy is still loaded" \
+    test "$(mdctl --json policy show mdr-idle.service | jq -r .settings.PressureTarget)" != null
+check "and governs the unit" test "$(mdctl --json show mdr-idle.service | jq -r .policy)" = mdr-idle.service
+started=$(journal | grep 'PSI triggers, tick every' | tail -n 1)
+note "journal: $started"
+check_cmp "the restarted daemon armed PSI triggers (journal)" \
+    "$(sed -n 's/.*, \([0-9]*\) PSI triggers.*/\1/p' <<< "$started")" -gt 0
+check "and the policy's trigger again (StatusText)" wait_for 30 more_psi
+check "no PSI window was refused (CAP_SYS_RESOURCE is kept)" bash -c "! journalctl -q -o cat -u $svc | grep -q 'refused a'"
+
+section "systemctl reload applies an edited policy file"
+before=$(mdctl --json policy show mdr-idle.service | jq -r .settings.PressureTarget)
+reloads=$(journal | grep -c 'Configuration reloaded')
+sed -i 's/^PressureTarget=.*/PressureTarget=7%/' /etc/mdreclaim/policies.d/mdr-idle.service.conf
+pid=$(main_pid)
+check "systemctl reload succeeds" systemctl reload $svc
+changed() { [ "$(mdctl --json policy show mdr-idle.service | jq -r .settings.PressureTarget)" != "$before" ]; }
+check "mdctl policy show has the edited value" wait_for 30 changed
+note "PressureTarget: $before -> $(mdctl --json policy show mdr-idle.service | jq -r .settings.PressureTarget)"
+logged() { [ "$(journal | grep -c 'Configuration reloaded')" -gt "$reloads" ]; }
+check "the journal says so" wait_for 10 logged
+journal | grep 'Configuration reloaded' | tail -n 1 | sed 's/^/       journal: /'
+check "the same process (a reload, not a restart)" test "$(main_pid)" = "$pid"
+
+section "mdctl writeback --wait, from inside the sandbox"
+saved=$(sysctl -n vm.dirty_background_ratio vm.dirty_ratio vm.dirty_expire_centisecs vm.dirty_writeback_centisecs | tr '\n' ' ')
+# Hold off the kernel's own writeback, so what leaves is the daemon's doing.
+sysctl -q -w vm.dirty_background_ratio=80 vm.dirty_ratio=90 \
+    vm.dirty_expire_centisecs=360000 vm.dirty_writeback_centisecs=0
+# The writer keeps its file open (fd 3 of the sleep): the daemon's targeted
+# writeback finds the files through /proc/PID/fd.
+systemd-run --quiet --unit=mdr-dirty.service bash -c \
+    'exec 3> /mnt/ext4/dirty; head -c 48M /dev/zero >&3; exec sleep 3600'
+dirty() { echo $(( $(memstat $slice/mdr-dirty.service file_dirty) + $(memstat $slice/mdr-dirty.service file_writeback) )); }
+full() { [ "$(dirty)" -ge $((40 << 20)) ]; }
+check "the unit has over 40 MiB dirty" wait_for 60 full
+note "dirty+writeback before: $(mib "$(dirty)") MiB"
+t0=$(now)
+check "mdctl writeback mdr-dirty.service --wait succeeds" mdctl writeback mdr-dirty.service --wait
+note "took $(since "$t0") s; dirty+writeback after: $(mib "$(dirty)") MiB"
+check_cmp "the unit's dirty data was written back (MiB left)" "$(mib "$(dirty)")" -lt 4
+systemctl stop mdr-dirty.service
+rm -f /mnt/ext4/dirty
+read -r a b c d <<< "$saved"
+sysctl -q -w vm.dirty_background_ratio="$a" vm.dirty_ratio="$b" \
+    vm.dirty_expire_centisecs="$c" vm.dirty_writeback_centisecs="$d"
+
+section "a write cap: a protected victim beside a bulk writer"
+dev=$(findmnt -no SOURCE /mnt/ext4)
+devno=$(cat "/sys/class/block/${dev#/dev/}/dev")
+check "root sets the victim's policy" mdctl policy set mdr-victim.service Protect=yes Mode=enforce Priority=90
+check "and the writer's" mdctl policy set mdr-writer.service Mode=enforce Priority=10 WriteRateMin=10%
+# The writer rewrites one 512 MiB file over and over: it never fills the
+# disk, so it is still writing when the purge is over, however long that takes.
+systemd-run --quiet --unit=mdr-writer.service bash -c \
+    'while :; do dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=512 status=none; done'
+wcg=$slice/mdr-writer.service
+check "the writer's cgroup has io.max" test -e $wcg/io.max
+writer_orig=$(cat $wcg/io.max)
+systemd-run --quiet --unit=mdr-victim.service python3 "$MDR_VMDIR/helpers/victim" /mnt/ext4/victim 1800
+wbps_now() { awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' $wcg/io.max; }
+capped() { local w; w=$(wbps_now); [ -n "$w" ] && [ "$w" != max ]; }
+check "the daemon caps the writer's io.max while the victim stalls" wait_for 120 capped
+note "writer's io.max: $(cat $wcg/io.max)"
+journal | grep -E 'cap-writes|wbps' | tail -n 3 | sed 's/^/       journal: /'
+
+section "apt-get purge, with the cap in place"
+check "the cap is still in place" capped
+t0=$(now)
+check "apt-get purge succeeds" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mdreclaim
+note "purge took $(since "$t0") s"
+check "the package is gone" bash -c "! dpkg -s mdreclaim > /dev/null 2>&1"
+check "no unit is left" test "$(systemctl show -P LoadState $svc)" = not-found
+check "no unit file" test ! -e /lib/systemd/system/$svc
+check "no enablement symlink" bash -c "! ls /etc/systemd/system/*.wants/$svc > /dev/null 2>&1"
+check "no daemon is running" bash -c '! pidof mdreclaimd > /dev/null'
+check "no /etc/mdreclaim" test ! -e /etc/mdreclaim
+check "no /run/mdreclaim" test ! -e /run/mdreclaim
+# The writer and the victim outlive the purge: the restored io.max is read
+# from a live cgroup.
+check "the writer is still running" test "$(systemctl is-active mdr-writer.service)" = active
+note "writer's io.max after the purge: '$(cat $wcg/io.max 2>&1)'"
+check "the writer's io.max is what it was before the cap" \
+    bash -c "test -e $wcg/io.max && test \"\$(cat $wcg/io.max)\" = '$writer_orig'"
+throttles > /tmp/throttles.after
+# Compare the cgroups that exist in both: the units started since (and the
+# daemon's own cgroup, gone) are not in both.
+common=$(awk 'NR == FNR { before[$1]; next } $1 in before' /tmp/throttles.before /tmp/throttles.after | wc -l)
+diffs=$(awk 'NR == FNR { before[$1] = $0; next } ($1 in before) && before[$1] != $0' \
+            /tmp/throttles.before /tmp/throttles.after)
+check_cmp "memory.high/io.max files present before and after" "$common" -gt 0
+check "every one of them is as it was before the install" test -z "$diffs"
+[ -z "$diffs" ] || echo "$diffs" | sed 's/^/       changed: /'
+
+systemctl stop mdr-writer.service mdr-victim.service mdr-idle.service 2> /dev/null
+rm -f /mnt/ext4/bulk /mnt/ext4/victim
+finish
