@@ -153,6 +153,29 @@ bursts = [p for i, p in enumerate(probe) if i == 0 or p - probe[i - 1] >= win * 
 print(first, pairs(bursts), pairs(probe))
 EOF
 read -r first bpairs bmin bmed bmax pairs lmin lmed lmax < /tmp/latency
+# A daemon that logs when its trigger woke the loop (debug: "trigger #N woke
+# the loop at Tus, handler ran A..Bus", CLOCK_MONOTONIC) gives the figure
+# itself: its wake-up against the probe's, and its handler's start and end.
+grep -o "/mdr-hog: memory trigger #[0-9]* woke the loop at [0-9]*us, handler ran [0-9]*\.\.[0-9]*us" "$log" |
+    sed 's/.* at \([0-9]*\)us, handler ran \([0-9]*\)\.\.\([0-9]*\)us/\1 \2 \3/' > /tmp/daemon-wakes
+if [ -s /tmp/daemon-wakes ]; then
+    python3 - "$window_us" /tmp/probe.out /tmp/daemon-wakes <<'EOF'
+import sys
+win = int(sys.argv[1])
+probe = [int(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("fired")]
+wakes = [tuple(map(int, l.split())) for l in open(sys.argv[3]) if l.strip()]
+wake, start, run = [], [], []
+for p in probe:
+    w = min(wakes, key=lambda x: abs(x[0] - p), default=None)
+    if w and abs(w[0] - p) <= win // 2:
+        wake.append((w[0] - p) / 1000); start.append((w[1] - p) / 1000); run.append((w[2] - w[1]) / 1000)
+def s(d):
+    d = sorted(d)
+    return f"min {d[0]:.2f}, median {d[len(d) // 2]:.2f}, max {d[-1]:.2f}" if d else "-"
+print(f"       daemon's own times, {len(wake)} pairs (ms after the probe's wake-up): loop woke {s(wake)}; "
+      f"handler began {s(start)}; handler ran for {s(run)}")
+EOF
+fi
 note "first event: the daemon's came ${first} ms after the probe's"
 note "first event of each burst, $bpairs bursts (ms): min $bmin, median $bmed, max $bmax"
 note "all $pairs paired events, bursts or not (ms): min $lmin, median $lmed, max $lmax"
