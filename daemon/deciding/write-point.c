@@ -316,7 +316,27 @@ static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, W
                                     state, plan);
 }
 
-/* Near the host's dirty threshold: bound the three largest dirtiers early. */
+/* A protected cgroup that did io over the last tick: someone the kernel's
+ * global throttling would hurt beside the dirtiers. */
+static bool protected_active(const WpCgroup *cg, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (!cg[i].protect)
+                        continue;
+                if (cg[i].have_io_stall && cg[i].io_stall_ppm > 0)
+                        return true;
+                for (size_t d = 0; d < cg[i].n_devices; d++)
+                        if (cg[i].devices[d].wbytes_per_sec > 0 || cg[i].devices[d].rbytes_per_sec > 0)
+                                return true;
+        }
+        return false;
+}
+
+/*
+ * Near the host's dirty threshold: bound the three largest dirtiers early,
+ * before the kernel throttles every writer alike. Only while a protected
+ * cgroup is doing io: with nobody to protect, slowing a writer that is alone
+ * buys nothing (measured: it cost a lone writer most of its rate).
+ */
 static void decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan) {
         uint64_t start, stop;
 
@@ -324,7 +344,7 @@ static void decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, Wri
                 return;
         start = ppm_of(st->host_dirty_threshold, st->global_guard_ppm);
         stop = start / 5 * 4;
-        if (st->host_dirty >= start)
+        if (st->host_dirty >= start && protected_active(cg, n))
                 for (int round = 0; round < 3; round++) {
                         const WpCgroup *big = NULL;
                         for (size_t i = 0; i < n; i++)

@@ -209,6 +209,15 @@ static void test_dirty_budget_with_hysteresis(void **s) {
 }
 
 static void test_global_guard(void **s) {
+        /* Nobody protected doing io: a lone writer is left alone. */
+        victim_dev[0].wbytes_per_sec = 0;
+        st.host_dirty_threshold = 1000 * MIB;
+        st.host_dirty = 900 * MIB;
+        cg[1].dirty = 200 * MIB;
+        decide(0);
+        assert_null(find(WP_SET_BUDGET, 2));
+        victim_dev[0].wbytes_per_sec = 40000;
+        memset(&state, 0, sizeof(state));
         st.host_dirty_threshold = 1000 * MIB;
         st.host_dirty = 790 * MIB;
         cg[1].dirty = 200 * MIB;
