@@ -205,13 +205,21 @@ static void manager_reconcile_triggers(Manager *m) {
                         manager_drop_trigger(m, i - 1);
 }
 
+/* CLOCK_MONOTONIC now, not the loop's cached time of this iteration. */
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
 static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
         Manager *m = userdata;
-        uint64_t now = manager_now_usec(m);
+        uint64_t now = manager_now_usec(m), began = monotonic_usec();
         CgEntry *e = t->cgroup_id ? cgtable_find(&m->observer->cgroups, t->cgroup_id) : NULL;
         const char *res = psi_resource_to_string(t->resource);
-        char f_res[32], f_lat[64];
-        const char *fields[] = { f_res, f_lat, NULL };
+        char f_res[32], f_lat[64], f_fired[64];
+        const char *fields[] = { f_res, f_lat, f_fired, NULL };
 
         if (dead) {
                 log_debug("%s: cgroup removed, its %s pressure trigger is closed",
@@ -234,6 +242,11 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
                 manager_alloc_point(m, now);
         snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
         snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
+        /* When epoll returned for this trigger (sd_event_now), for latency probes. */
+        snprintf(f_fired, sizeof(f_fired), "FIRED_MONOTONIC_USEC=%" PRIu64, t->last_fired_usec);
+        log_debug("%s: %s trigger #%" PRIu64 " woke the loop at %" PRIu64 "us, handler ran %" PRIu64 "..%" PRIu64
+                  "us (CLOCK_MONOTONIC)", e ? e->cg->path : "host", res, t->fired, t->last_fired_usec, began,
+                  monotonic_usec());
         manager_event(m, &(LogEvent) {
                           .level = LOG_INFO,
                           .message_id = MESSAGE_PRESSURE,
