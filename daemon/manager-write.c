@@ -301,6 +301,28 @@ int manager_writeback(Manager *m, CgEntry *e, const char *reason) {
 
 /* ---- throttles: start, every tick, stop ---- */
 
+/*
+ * Puts the original back if the file still holds what we (or a write of ours
+ * that did not reach the ledger) set. Returns 1 if restored, 0 if the value is
+ * someone else's or the cgroup is gone, a negative errno if the write failed.
+ */
+static int restore_if_ours(Manager *m, CgEntry *e, const ThrottleEntry *t, const char *action, const char *reason) {
+        uint64_t current;
+        char buf[64];
+        int r;
+
+        if (!e || !streq(e->cg->path, t->path) || throttle_read(e->cg, t->kind, t->major, t->minor, &current) < 0)
+                return 0;
+        if (current != t->applied && current != throttle_effective(t))
+                return 0;
+        r = cgroup_write(e->cg, throttle_file(t->kind),
+                         throttle_format(t->kind, t->major, t->minor, t->original, buf, sizeof(buf)));
+        if (r < 0)
+                return log_warning_errno(r, "%s: cannot restore %s: %m", t->path, throttle_file(t->kind));
+        throttle_event(m, LOG_NOTICE, action, e, t, current, t->original, reason, false);
+        return 1;
+}
+
 /* After a crash: every entry that still holds our value is restored; one that
  * was changed by someone else is left as it is. The points decide afresh. */
 int manager_throttles_recover(Manager *m) {
@@ -314,20 +336,10 @@ int manager_throttles_recover(Manager *m) {
         for (size_t i = m->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &m->ledger.entries[i - 1];
                 CgEntry *e = entry_by_id(m, t->cgroup_id);
-                uint64_t current;
-                char buf[64];
 
-                if (!e || !streq(e->cg->path, t->path) || throttle_read(e->cg, t->kind, t->major, t->minor, &current) < 0) {
+                if (!e || !streq(e->cg->path, t->path))
                         log_info("%s: gone since the last run; its throttle record is dropped", t->path);
-                } else if (current == t->applied || current == throttle_effective(t)) {
-                        r = cgroup_write(e->cg, throttle_file(t->kind),
-                                         throttle_format(t->kind, t->major, t->minor, t->original, buf, sizeof(buf)));
-                        if (r < 0)
-                                log_warning_errno(r, "%s: cannot restore %s: %m", t->path, throttle_file(t->kind));
-                        else
-                                throttle_event(m, LOG_NOTICE, "restore-after-restart", e, t, current, t->original,
-                                               "left by a previous run", false);
-                } else
+                else if (restore_if_ours(m, e, t, "restore-after-restart", "left by a previous run") == 0)
                         log_info("%s: %s was changed by someone else since the last run; theirs stays",
                                  t->path, throttle_file(t->kind));
                 ledger_remove(&m->ledger, t);
@@ -376,21 +388,8 @@ void manager_throttles_verify(Manager *m) {
 void manager_throttles_restore_all(Manager *m) {
         for (size_t i = m->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &m->ledger.entries[i - 1];
-                CgEntry *e = entry_by_id(m, t->cgroup_id);
-                uint64_t current;
-                char buf[64];
-                int r;
 
-                if (e && throttle_read(e->cg, t->kind, t->major, t->minor, &current) >= 0 &&
-                    (current == t->applied || current == throttle_effective(t))) {
-                        r = cgroup_write(e->cg, throttle_file(t->kind),
-                                         throttle_format(t->kind, t->major, t->minor, t->original, buf, sizeof(buf)));
-                        if (r < 0)
-                                log_warning_errno(r, "%s: cannot restore %s: %m", t->path, throttle_file(t->kind));
-                        else
-                                throttle_event(m, LOG_NOTICE, "restore-on-stop", e, t, current, t->original,
-                                               "daemon stopping", false);
-                }
+                (void) restore_if_ours(m, entry_by_id(m, t->cgroup_id), t, "restore-on-stop", "daemon stopping");
                 ledger_remove(&m->ledger, t);
         }
         ledger_persist(m);
