@@ -36,6 +36,8 @@ const char *format_span(char buf[static 32], uint64_t usec) {
                 snprintf(buf, 32, "%" PRIu64 "h %" PRIu64 "min", s / 3600, s % 3600 / 60);
         else if (s >= 60)
                 snprintf(buf, 32, "%" PRIu64 "min %" PRIu64 "s", s / 60, s % 60);
+        else if (usec > 0 && usec < 10 * USEC_PER_SEC && usec % USEC_PER_SEC != 0)
+                snprintf(buf, 32, "%" PRIu64 "ms", usec / 1000);     /* sub-second intervals */
         else
                 snprintf(buf, 32, "%" PRIu64 "s", s);
         return buf;
