@@ -66,17 +66,21 @@ static int cv_log_level(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_abs_path(const char *v, void *dest) {
-        char **p = dest, *copy;
+/* Replaces the string at dest with a copy of v. */
+static int set_string(void *dest, const char *v) {
+        char **p = dest, *copy = strdup(v);
 
-        if (v[0] != '/' || strpbrk(v, " \t"))
-                return -EINVAL;
-        copy = strdup(v);
         if (!copy)
                 return -ENOMEM;
         free(*p);
         *p = copy;
         return 0;
+}
+
+static int cv_abs_path(const char *v, void *dest) {
+        if (v[0] != '/' || strpbrk(v, " \t"))
+                return -EINVAL;
+        return set_string(dest, v);
 }
 
 static int cv_socket_path(const char *v, void *dest) {
@@ -87,18 +91,12 @@ static int cv_socket_path(const char *v, void *dest) {
 }
 
 static int cv_group(const char *v, void *dest) {
-        char **p = dest, *copy;
         size_t l = strlen(v);
 
         if (l == 0 || l > 32 || v[0] == '-' ||
             strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != l)
                 return -EINVAL;
-        copy = strdup(v);
-        if (!copy)
-                return -ENOMEM;
-        free(*p);
-        *p = copy;
-        return 0;
+        return set_string(dest, v);
 }
 
 static int cv_mode(const char *v, void *dest) {
