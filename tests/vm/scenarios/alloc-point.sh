@@ -89,9 +89,11 @@ fileset() {
 readall() { cat "$1"/* > /dev/null; }
 
 cat > /tmp/alloc.py <<'EOT'
-# alloc MIB HOLD_SECONDS PROGRESS_FILE: anonymous memory, 8 MiB at a time, touched
+# alloc MIB HOLD_SECONDS PROGRESS_FILE [MAX_MIB_PER_S]: anonymous memory, 8 MiB
+# at a time, touched; at most MAX_MIB_PER_S when given
 import sys, time
 mib, hold, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+pace = 8 / float(sys.argv[4]) if len(sys.argv) > 4 else 0
 chunks, lat = [], []
 t0 = time.monotonic()
 with open(out, "w", buffering=1) as f:
@@ -99,6 +101,8 @@ with open(out, "w", buffering=1) as f:
         t = time.monotonic()
         chunks.append(b"\x01" * (8 << 20))
         lat.append(time.monotonic() - t)
+        if pace > 0:
+            time.sleep(max(0, pace - (time.monotonic() - t)))
         f.write("%.3f %d\n" % (time.monotonic() - t0, (i + 1) * 8))
 el = time.monotonic() - t0
 print("allocated %d MiB in %.2f s (%.1f MiB/s), worst 8 MiB step %.0f ms" % (mib, el, mib / el, max(lat) * 1000))
@@ -264,34 +268,41 @@ no_policies; bystander_policy
 daemon_conf <<EOT
 SystemPressureThreshold=1%
 EOT
-policy hog 'Match=/mdr-hog' 'Mode=enforce' 'Priority=10'
-policy alloc 'Match=/mdr-alloc' 'Mode=enforce' 'Priority=90'
+global_policies() { # MODE
+    policy hog 'Match=/mdr-hog' "Mode=$1" 'Priority=10'
+    policy alloc 'Match=/mdr-alloc' "Mode=$1" 'Priority=90'
+}
 
-# global_run LABEL daemon|kernel
+# global_run LABEL kernel|observe|daemon: the kernel alone, the daemon
+# watching only (what observation costs), the daemon acting
 global_run() {
     local label=$1 how=$2 s0 f0 sy0 h0 t0
     sync; echo 3 > /proc/sys/vm/drop_caches
     in_cgroup "$bcg" cat "$mnt"/by/* > /dev/null
     in_cgroup "$hcg" bash -c "cat $mnt/hog/* > /dev/null"
     h0=$(memstat "$hcg" file)
-    [ "$how" = daemon ] && start_daemon
+    case $how in
+    observe) global_policies observe; start_daemon ;;
+    daemon) global_policies enforce; start_daemon ;;
+    esac
     s0=$(psi_total "$acg/memory.pressure" some); f0=$(psi_total "$acg/memory.pressure" full)
     sy0=$(psi_total /proc/pressure/memory some)
     t0=$(now)
     in_cgroup "$acg" python3 /tmp/alloc.py "$alloc_mib" 0 /tmp/alloc.progress > "/tmp/g-$label.out"
     echo "$(since "$t0") $(( $(psi_total "$acg/memory.pressure" some) - s0 )) $(( $(psi_total "$acg/memory.pressure" full) - f0 )) $(( $(psi_total /proc/pressure/memory some) - sy0 )) $(mib "$h0") $(mib "$(memstat "$hcg" file)")" \
         > "/tmp/g-$label.fig"
-    [ "$how" = daemon ] && sleep 1 && stop_daemon TERM
+    [ "$how" != kernel ] && sleep 1 && stop_daemon TERM
     note "$label: $(cat "/tmp/g-$label.out")"
 }
 new_log
 for r in $(seq "$global_reps"); do
     global_run "kernel-$r" kernel
+    global_run "observe-$r" observe
     global_run "daemon-$r" daemon
 done
 printf '       %-10s %8s %14s %14s %16s %18s\n' run "wall s" "alloc some ms" "alloc full ms" "system some ms" "hog cache MiB"
 for r in $(seq "$global_reps"); do
-    for c in kernel daemon; do
+    for c in kernel observe daemon; do
         read -r w s f y h0 h1 < "/tmp/g-$c-$r.fig"
         printf '       %-10s %8s %14d %14d %16d %11s -> %s\n' "$c-$r" "$w" $((s / 1000)) $((f / 1000)) $((y / 1000)) "$h0" "$h1"
     done
@@ -302,7 +313,8 @@ for r in $(seq "$global_reps"); do
 done
 check_cmp "under host pressure the daemon shrank the hog" "$(reclaims_of /mdr-hog)" -gt 0
 check_cmp "... never the Priority=90 allocator" "$(reclaims_of /mdr-alloc)" -eq 0
-grep -m2 'host under memory pressure' "$log" | sed 's/^/       daemon: /'
+grep -m2 ': reclaim [0-9]* bytes of .*host under memory pressure' "$log" | sed 's/^/       daemon: /'
+[ -n "${MDR_AP_DEBUG:-}" ] && sed 's/^/       log: /' "$log" | cut -c1-220 | head -n 80
 rm -rf "$mnt/hog"
 }
 
@@ -326,21 +338,28 @@ EOT
 policy thr 'Match=/mdr-thr' 'Mode=enforce' 'AllocationThrottle=yes' 'Priority=50'
 total=$(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo)
 thr_mib=$(( ($(memavail_mib) - total * 45 / 100 + 160) / 8 * 8 ))
-note "allocator: $thr_mib MiB (enough to take MemAvailable under 45 % of $total MiB), killed after 25 s at most"
+note "allocator: $thr_mib MiB (enough to take MemAvailable under 45 % of $total MiB), killed 8 s after its first throttle (150 s at most)"
 high_now() { cat "$tcg/memory.high"; }
 
-# throttle_run SECONDS: the allocator, with memory.high watched every 0.25 s
+# throttle_run SECONDS: the allocator, with memory.high watched every 0.25 s;
+# killed (its cgroup emptied) HELD seconds after the first throttle was seen,
+# or after SECONDS. How fast it allocates depends on the host's load: the
+# pressure comes from how much it has allocated, not from how long it ran.
 throttle_run() {
-    local t0 lowest=$orig_read v first=
+    local t0 lowest=$orig_read v first= held=$2
     sync; echo 3 > /proc/sys/vm/drop_caches
+    rm -f /tmp/thr.first
     t0=$(now)
-    in_cgroup "$tcg" timeout -s KILL "$1" python3 /tmp/alloc.py "$thr_mib" 2 /tmp/thr.progress > /tmp/thr.out &
+    in_cgroup "$tcg" timeout -s KILL "$1" python3 /tmp/alloc.py "$thr_mib" 2 /tmp/thr.progress 48 > /tmp/thr.out &
     thr_pid=$!
     while kill -0 "$thr_pid" 2>/dev/null; do
         v=$(high_now)
         if [ "$v" != "$orig_read" ] && [ "$v" != max ]; then
             [ -z "$first" ] && first=$(since "$t0") && echo "$first $(tail -n1 /tmp/thr.progress)" > /tmp/thr.first
             [ "$v" -lt "$lowest" ] 2>/dev/null && lowest=$v
+        fi
+        if [ -n "$first" ] && awk -v a="$(since "$t0")" -v b="$first" -v h="$held" 'BEGIN { exit !(a - b >= h) }'; then
+            echo 1 > "$tcg/cgroup.kill"
         fi
         sleep 0.25
     done
@@ -349,20 +368,21 @@ throttle_run() {
 }
 new_log
 start_daemon
-throttle_run 25
+throttle_run 150 8
 end_t=$(now)
 for _ in $(seq 60); do [ "$(high_now)" = "$orig_read" ] && break; sleep 0.25; done
 restored_after=$(since "$end_t")
 final=$(high_now)
 stop_daemon TERM
 lowest=$(cat /tmp/thr.lowest)
-note "allocator: $(cat /tmp/thr.out 2>/dev/null | head -n1)$( [ -s /tmp/thr.out ] || echo "killed at 25 s, $(tail -n1 /tmp/thr.progress | cut -d' ' -f2) MiB allocated")"
+note "allocator: $(cat /tmp/thr.out 2>/dev/null | head -n1)$( [ -s /tmp/thr.out ] || echo "killed, $(tail -n1 /tmp/thr.progress | cut -d' ' -f2) MiB allocated")"
 if [ -s /tmp/thr.first ]; then
     read -r ft fp fm < /tmp/thr.first
     awk -v ft="$ft" -v fm="$fm" -f - /tmp/thr.progress <<'EOT'
 { if ($1 <= ft) { b = $1; bm = $2 } else { a = $1; am = $2 } }
-END { printf "       allocation rate: %.1f MiB/s before the throttle (%d MiB in %.1f s), %.1f MiB/s under it (%d MiB in %.1f s)\n",
-      (b > 0 ? bm / b : 0), bm, b, (a > b ? (am - bm) / (a - b) : 0), am - bm, a - b }
+END { printf "       allocation rate: %.1f MiB/s before the throttle (%d MiB in %.1f s), ", (b > 0 ? bm / b : 0), bm, b
+      if (a > b) printf "%.1f MiB/s under it (%d MiB in %.1f s)\n", (am - bm) / (a - b), am - bm, a - b
+      else print "no 8 MiB step completed under it" }
 EOT
 fi
 grep 'mdr-thr: memory.high' "$log" | head -n 6 | sed 's/^/       daemon: /'
@@ -375,7 +395,7 @@ echo "== kill -9 mid-throttle, then start again"
 new_log
 start_daemon
 sync; echo 3 > /proc/sys/vm/drop_caches
-in_cgroup "$tcg" timeout -s KILL 60 python3 /tmp/alloc.py "$thr_mib" 60 /tmp/thr.progress > /dev/null &
+in_cgroup "$tcg" timeout -s KILL 60 python3 /tmp/alloc.py "$thr_mib" 60 /tmp/thr.progress 48 > /dev/null &
 thr_pid=$!
 for _ in $(seq 120); do [ "$(high_now)" != "$orig_read" ] && break; sleep 0.25; done
 held=$(high_now)
