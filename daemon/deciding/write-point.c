@@ -109,18 +109,108 @@ static WpDeviceQuiet *quiet_of(WritePointState *s, uint32_t major, uint32_t mino
         return &s->quiet[s->n_quiet++];
 }
 
+/* ---- baselines: what a protected cgroup stalls on io when nobody else writes ---- */
+
+static bool may_cap(const WpCgroup *w, const WpCgroup *victim) {
+        return !w->protect && w->policy->priority <= victim->policy->priority && !related(w->path, victim->path);
+}
+
+static WpBaseline *baseline_of(WritePointState *s, uint64_t id, bool create) {
+        for (size_t i = 0; i < s->n_baselines; i++)
+                if (s->baselines[i].cgroup_id == id)
+                        return &s->baselines[i];
+        if (!create || s->n_baselines >= WP_BASELINES_MAX)
+                return NULL;
+        s->baselines[s->n_baselines] = (WpBaseline) { .cgroup_id = id };
+        return &s->baselines[s->n_baselines++];
+}
+
+uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id) {
+        for (size_t i = 0; i < state->n_baselines; i++)
+                if (state->baselines[i].cgroup_id == cgroup_id)
+                        return state->baselines[i].ppm;
+        return 0;
+}
+
+/* Whether anyone that could be capped for `c` writes to one of its devices
+ * (more than a trickle), or is capped there now. */
+static bool contended(const WpCgroup *cg, size_t n, const WpCgroup *c, const WpDevice *dev, size_t n_dev,
+                      const WritePointState *state) {
+        for (size_t d = 0; d < c->n_devices; d++) {
+                uint32_t major = c->devices[d].major, minor = c->devices[d].minor;
+                const WpDevice *x = find_device(dev, n_dev, major, minor);
+                uint64_t others = 0, trickle = MAX(x ? x->capacity / 20 : 0, MIB);
+
+                for (size_t i = 0; i < state->n_caps; i++)
+                        if (state->caps[i].major == major && state->caps[i].minor == minor)
+                                return true;
+                for (size_t i = 0; i < n; i++)
+                        if (&cg[i] != c && may_cap(&cg[i], c))
+                                others += device_rate_of(&cg[i], major, minor);
+                /* Writers without a policy show only in what the device completes. */
+                if (x && x->write_rate > c->devices[d].wbytes_per_sec)
+                        others = MAX(others, x->write_rate - c->devices[d].wbytes_per_sec);
+                if (others >= trickle)
+                        return true;
+        }
+        return false;
+}
+
+static bool doing_io(const WpCgroup *c) {
+        for (size_t d = 0; d < c->n_devices; d++)
+                if (c->devices[d].wbytes_per_sec > 0 || c->devices[d].rbytes_per_sec > 0)
+                        return true;
+        return false;
+}
+
+/* A quarter of each new uncontended, active tick goes into the average:
+ * an idle tick says nothing about what the cgroup's own io costs it. */
+static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev,
+                            WritePointState *state) {
+        for (size_t i = state->n_baselines; i > 0; i--) {
+                const WpCgroup *c = find_cgroup(cg, n, state->baselines[i - 1].cgroup_id);
+                if (!c || !c->protect)
+                        state->baselines[i - 1] = state->baselines[--state->n_baselines];
+        }
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+                WpBaseline *b;
+
+                if (!c->protect || !c->have_io_stall || !doing_io(c) || contended(cg, n, c, dev, n_dev, state))
+                        continue;
+                b = baseline_of(state, c->id, true);
+                if (!b)
+                        continue;
+                if (b->n == 0)
+                        b->ppm = c->io_stall_ppm;
+                else
+                        b->ppm = (uint32_t) (((uint64_t) b->ppm * 3 + c->io_stall_ppm) / 4);
+                if (b->n < UINT32_MAX)
+                        b->n++;
+        }
+}
+
+/* IOPressureLimit= on top of what the cgroup stalls alone. */
+static uint32_t effective_limit(const WritePointState *state, const WpCgroup *c) {
+        uint64_t l = (uint64_t) c->io_limit_ppm + write_point_baseline(state, c->id);
+        return (uint32_t) MIN(l, UINT64_C(1000000));
+}
+
 /* A stalling device: the protected cgroup that stalls worst on it. */
 typedef struct Stall {
         uint32_t major, minor;
         const WpCgroup *victim;
+        uint32_t limit_ppm;             /* the victim's, baseline included */
 } Stall;
 
-static size_t find_stalls(const WpCgroup *cg, size_t n, Stall *stalls, size_t max) {
+static size_t find_stalls(const WpCgroup *cg, size_t n, const WritePointState *state, Stall *stalls, size_t max) {
         size_t ns = 0;
 
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
-                if (!c->protect || !c->have_io_stall || c->io_stall_ppm <= c->io_limit_ppm)
+                uint32_t limit = effective_limit(state, c);
+
+                if (!c->protect || !c->have_io_stall || c->io_stall_ppm <= limit)
                         continue;
                 for (size_t d = 0; d < c->n_devices; d++) {
                         size_t k;
@@ -130,16 +220,14 @@ static size_t find_stalls(const WpCgroup *cg, size_t n, Stall *stalls, size_t ma
                         if (k == ns) {
                                 if (ns >= max)
                                         continue;
-                                stalls[ns++] = (Stall) { c->devices[d].major, c->devices[d].minor, c };
-                        } else if (c->io_stall_ppm > stalls[k].victim->io_stall_ppm)
+                                stalls[ns++] = (Stall) { c->devices[d].major, c->devices[d].minor, c, limit };
+                        } else if (c->io_stall_ppm > stalls[k].victim->io_stall_ppm) {
                                 stalls[k].victim = c;
+                                stalls[k].limit_ppm = limit;
+                        }
                 }
         }
         return ns;
-}
-
-static bool may_cap(const WpCgroup *w, const WpCgroup *victim) {
-        return !w->protect && w->policy->priority <= victim->policy->priority && !related(w->path, victim->path);
 }
 
 static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate, const WpSettings *st) {
@@ -151,17 +239,29 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
 }
 
 static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate,
-                       const WpSettings *st, WritePointState *state, WpPlan *plan) {
+                       const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
+        uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
         WpAction *a;
 
-        if (cap)
+        if (cap) {
+                /* The last step has not had time to show, or two steps in a
+                 * row did not lower the stall: what remains is not this
+                 * writer's doing. Hold until the stall falls or goes. */
+                if (now - cap->stepped_usec < WP_STEP_USEC)
+                        return;
+                if (stall >= cap->stall_at_step) {
+                        if (cap->no_gain >= 2)
+                                return;
+                        cap->no_gain++;
+                } else
+                        cap->no_gain = 0;
                 want = cap->wbps / 4 * 3;
-        else {
+        } else {
                 /* Start from what the writer gets now, bounded by what the device completes. */
-                uint64_t base = dev && dev->write_rate ? MIN(rate, dev->write_rate) : rate;
-                want = base / 4 * 3;
+                uint64_t b = dev && dev->write_rate ? MIN(rate, dev->write_rate) : rate;
+                want = b / 4 * 3;
         }
         want = MAX(want, floor);
         if (cap && want >= cap->wbps)
@@ -180,17 +280,19 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->previous = cap->wbps;
         a->value = want;
         a->protected_id = s->victim->id;
-        a->stall_ppm = s->victim->io_stall_ppm;
-        snprintf(a->reason, sizeof(a->reason), "%s stalls %u.%02u%% on io (limit %u.%02u%%)%s", s->victim->path,
-                 a->stall_ppm / 10000, a->stall_ppm / 100 % 100, s->victim->io_limit_ppm / 10000,
-                 s->victim->io_limit_ppm / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        a->stall_ppm = stall;
+        snprintf(a->reason, sizeof(a->reason), "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s",
+                 s->victim->path, stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
+                 base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
         cap->wbps = want;
         cap->protected_id = s->victim->id;
+        cap->stepped_usec = now;
+        cap->stall_at_step = stall;
 }
 
 /* The heaviest writers that may be capped for one stalling device. */
 static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
-                          const WpSettings *st, WritePointState *state, WpPlan *plan) {
+                          const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
 
@@ -210,7 +312,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         /* Writers at a tenth or less of the heaviest one are not what hurts. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, top_rate[k], st, state, plan);
+                        cap_writer(top[k], s, dev, top_rate[k], st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
@@ -233,6 +335,7 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                         stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
                 if (w && stalling)
                         continue;
+                cap->no_gain = 0;
                 lift = !w || !q || now - q->last_stall_usec >= st->hold_usec;
                 if (!lift) {
                         uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
@@ -409,13 +512,14 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
 
         plan->n = 0;
         plan->truncated = false;
-        n_stalls = find_stalls(cg, n, stalls, ELEMENTSOF(stalls));
+        learn_baselines(cg, n, dev, n_dev, state);
+        n_stalls = find_stalls(cg, n, state, stalls, ELEMENTSOF(stalls));
         for (size_t k = 0; k < n_stalls; k++) {
                 WpDeviceQuiet *q = quiet_of(state, stalls[k].major, stalls[k].minor, true);
                 if (q)
                         q->last_stall_usec = now;
                 decide_device(cg, n, &stalls[k], find_device(dev, n_dev, stalls[k].major, stalls[k].minor), st,
-                              state, plan);
+                              now, state, plan);
         }
         relax_caps(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
         decide_budgets(cg, n, st, state, plan);

@@ -10,6 +10,12 @@
  *   derived from the device's completed rate; the cap steps down while the
  *   stall lasts, creeps up when it is gone, and is lifted after a quiet hold
  *   time. Never below the writer's WriteRateMin=.
+ *   The limit counts the stall the neighbours add: what the protected cgroup
+ *   stalls with nobody else writing to its devices (its baseline, learnt
+ *   while it is active and uncontended) comes on top of IOPressureLimit=. A
+ *   cap steps down at most once per WP_STEP_USEC (the device queue in front
+ *   of the victim takes that long to drain), and stops stepping once two
+ *   steps in a row brought the stall no lower: the rest is not the writer's.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.
@@ -31,6 +37,8 @@
 #define WP_BUDGETS_MAX 256
 #define WP_ACTIONS_MAX 512
 #define WP_CAPPED_PER_DEVICE 4
+#define WP_BASELINES_MAX 256
+#define WP_STEP_USEC (1000 * 1000)
 
 typedef struct WpCgroup {
         uint64_t id;
@@ -69,7 +77,17 @@ typedef struct WpCap {
         uint32_t major, minor;
         uint64_t wbps;
         uint64_t protected_id;          /* the cgroup it protects */
+        uint64_t stepped_usec;          /* when it last stepped down */
+        uint32_t stall_at_step;         /* the protected cgroup's stall then */
+        uint8_t no_gain;                /* steps in a row that did not lower the stall */
 } WpCap;
+
+/* What a protected cgroup stalls on io with nobody else writing to its devices. */
+typedef struct WpBaseline {
+        uint64_t cgroup_id;
+        uint32_t ppm;                   /* moving average of "some", per tick */
+        uint32_t n;                     /* ticks learnt from */
+} WpBaseline;
 
 typedef struct WpBudget {
         uint64_t cgroup_id;
@@ -89,6 +107,8 @@ typedef struct WritePointState {
         size_t n_budgets;
         WpDeviceQuiet quiet[WP_CAPS_MAX];
         size_t n_quiet;
+        WpBaseline baselines[WP_BASELINES_MAX];
+        size_t n_baselines;
         uint64_t writeback_inflight[WP_BUDGETS_MAX];    /* cgroup ids with a writeback job out */
         size_t n_writeback_inflight;
 } WritePointState;
@@ -139,6 +159,9 @@ void write_point_writeback_done(WritePointState *state, uint64_t cgroup_id);
 
 /* memory.high level whose per-cgroup dirty limit is `budget` (exposed for tests). */
 uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct);
+
+/* The io stall a protected cgroup has alone, learnt so far; 0: none yet. */
+uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id);
 
 /* Whether `a` is `b` or below it (cgroup paths). */
 bool cgroup_path_is_below(const char *a, const char *b);

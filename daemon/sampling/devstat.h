@@ -3,7 +3,7 @@
  * Block devices the cgroups write to, with their completed write rate from
  * /sys/dev/block/M:m/stat (io.stat counts bios at dispatch, which overstates
  * what a throttled device completes) and an estimate of their capacity: the
- * highest completion rate seen, decaying slowly so that it can come down.
+ * completion rate while the device is saturated, averaged.
  */
 #pragma once
 
@@ -13,15 +13,17 @@
 #include "hostfs.h"
 
 #define DEVSTAT_MAX 64
+#define DEVSTAT_BUSY_PPM 900000         /* in flight 90 % of a tick: saturated */
 
 typedef struct DevStat {
         uint32_t major, minor;
         int fd;
         bool seen;                      /* named by some cgroup's io.stat this tick */
         uint8_t n_samples;
-        uint64_t sectors_written, sample_usec;
+        uint64_t sectors_written, io_ticks_ms, sample_usec;
         uint64_t write_rate;            /* bytes/s completed over the last tick */
-        uint64_t capacity;              /* bytes/s, estimate */
+        uint32_t busy_ppm;              /* share of the last tick with io in flight */
+        uint64_t capacity;              /* bytes/s, estimate; 0: never seen saturated */
 } DevStat;
 
 typedef struct DevStatTable {
@@ -39,4 +41,4 @@ DevStat *devstat_find(DevStatTable *t, uint32_t major, uint32_t minor);
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec);
 
 /* One step of the capacity estimate (exposed for tests). */
-uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate);
+uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_ppm);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "devstat.h"
 #include "signals.h"
 #include "util.h"
 
@@ -134,6 +135,22 @@ static void test_rate_per_sec(void **state) {
         assert_true(rate_per_sec(UINT64_MAX / 2, 2 * USEC_PER_SEC) > UINT64_MAX / 8);
 }
 
+static void test_device_capacity(void **s) {
+        const uint64_t m = UINT64_C(1) << 20;
+        uint64_t c = 0;
+
+        /* Not saturated: says nothing, whatever the rate (a burst into a cache). */
+        assert_int_equal(devstat_capacity_step(0, 32 * m, 500000), 0);
+        /* The first saturated tick sets it; later ones move it an eighth of the way. */
+        c = devstat_capacity_step(c, 16 * m, 950000);
+        assert_int_equal(c, 16 * m);
+        assert_int_equal(devstat_capacity_step(c, 32 * m, 1000000), 18 * m);
+        assert_int_equal(devstat_capacity_step(c, 8 * m, 1000000), 15 * m);
+        assert_int_equal(devstat_capacity_step(c, 48 * m, 100000), 16 * m);
+        /* Saturated with nothing written (reads, or flushes): no figure for writes. */
+        assert_int_equal(devstat_capacity_step(c, 0, 1000000), 16 * m);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_estimates),
@@ -141,6 +158,7 @@ int main(void) {
                 cmocka_unit_test(test_resets_and_gaps),
                 cmocka_unit_test(test_system),
                 cmocka_unit_test(test_rate_per_sec),
+                cmocka_unit_test(test_device_capacity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

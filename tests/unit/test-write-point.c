@@ -89,14 +89,99 @@ static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **
         assert_null(find(WP_SET_CAP, 3));
         assert_null(find(WP_SET_CAP, 1));
 
+        cg[0].io_stall_ppm = 340000; /* falling, but over the limit */
         decide(2 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
-        for (int t = 3; t < 20; t++)
+        for (int t = 3; t < 20; t++) {
+                cg[0].io_stall_ppm -= 10000;
                 decide((uint64_t) t * SEC);
+        }
         /* Floor: 10% of the 16 MiB/s capacity, but at least 1 MiB/s. */
         assert_int_equal(state.caps[0].wbps, MAX(16 * MIB / 10, MIB));
+        cg[0].io_stall_ppm -= 10000;
         decide(21 * SEC);
         assert_null(find(WP_SET_CAP, 2)); /* at its floor: nothing more to do */
+}
+
+static void test_steps_wait_for_the_last_one_to_show(void **s) {
+        cg[0].io_stall_ppm = 800000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        /* A pressure trigger half a second later: too soon for the cap to show. */
+        cg[0].io_stall_ppm = 700000;
+        decide(1 * SEC + 500000);
+        assert_null(find(WP_SET_CAP, 2));
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+}
+
+static void test_steps_stop_when_the_stall_does_not_fall(void **s) {
+        cg[0].io_stall_ppm = 600000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        /* Two steps that bring the stall no lower are tried, then the cap holds. */
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+        decide(3 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB / 4 * 3);
+        for (int t = 4; t < 10; t++) {
+                decide((uint64_t) t * SEC);
+                assert_null(find(WP_SET_CAP, 2));
+        }
+        /* The stall falls after all: stepping resumes. */
+        cg[0].io_stall_ppm = 500000;
+        decide(10 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB / 4 * 3 / 4 * 3);
+}
+
+static void test_baseline_is_the_stall_alone(void **s) {
+        /* The victim alone: its own fdatasyncs keep it stalling 30 % of the time. */
+        writer_dev[0].wbytes_per_sec = 0;
+        other_dev[0].wbytes_per_sec = 0;
+        dev[0].write_rate = 2 * MIB;
+        victim_dev[0].wbytes_per_sec = 2 * MIB;
+        cg[0].io_stall_ppm = 300000;
+        for (int t = 1; t <= 10; t++)
+                decide((uint64_t) t * SEC);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_int_equal(write_point_baseline(&state, 1), 300000);
+        /* The writer arrives: 35 % is within the 10 % limit on top of the 30 %. */
+        writer_dev[0].wbytes_per_sec = 20 * MIB;
+        dev[0].write_rate = 16 * MIB;
+        cg[0].io_stall_ppm = 350000;
+        decide(11 * SEC);
+        assert_int_equal(plan.n, 0);
+        assert_int_equal(write_point_baseline(&state, 1), 300000); /* not learnt while contended */
+        cg[0].io_stall_ppm = 450000;
+        decide(12 * SEC);
+        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "stalls 45.00% on io (limit 40.00%, 30.00% of it its own)"));
+}
+
+static void test_no_baseline_beside_a_writer_without_policy(void **s) {
+        /* Nobody with a policy writes, but the device completes far more than
+         * the victim's own writes: someone else does. */
+        writer_dev[0].wbytes_per_sec = 0;
+        other_dev[0].wbytes_per_sec = 0;
+        victim_dev[0].wbytes_per_sec = 1 * MIB;
+        dev[0].write_rate = 16 * MIB;
+        cg[0].io_stall_ppm = 900000;
+        for (int t = 1; t <= 5; t++)
+                decide((uint64_t) t * SEC);
+        assert_int_equal(write_point_baseline(&state, 1), 0);
+        /* An idle victim teaches nothing either. */
+        victim_dev[0].wbytes_per_sec = 0;
+        dev[0].write_rate = 0;
+        cg[0].io_stall_ppm = 0;
+        decide(6 * SEC);
+        assert_int_equal(write_point_baseline(&state, 1), 0);
+        /* A baseline goes with its cgroup. */
+        victim_dev[0].wbytes_per_sec = 1 * MIB;
+        dev[0].write_rate = 1 * MIB;
+        cg[0].io_stall_ppm = 200000;
+        decide(7 * SEC);
+        assert_int_equal(write_point_baseline(&state, 1), 200000);
+        write_point_decide(&cg[1], 2, dev, 1, &st, 8 * SEC, &state, &plan);
+        assert_int_equal(state.n_baselines, 0);
 }
 
 static void test_policy_floor(void **s) {
@@ -276,6 +361,10 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_nobody_capped_without_stall, setup),
                 cmocka_unit_test_setup(test_stall_caps_the_heaviest_writer_then_steps_down_to_floor, setup),
+                cmocka_unit_test_setup(test_steps_wait_for_the_last_one_to_show, setup),
+                cmocka_unit_test_setup(test_steps_stop_when_the_stall_does_not_fall, setup),
+                cmocka_unit_test_setup(test_baseline_is_the_stall_alone, setup),
+                cmocka_unit_test_setup(test_no_baseline_beside_a_writer_without_policy, setup),
                 cmocka_unit_test_setup(test_policy_floor, setup),
                 cmocka_unit_test_setup(test_creep_up_then_lift_after_hold, setup),
                 cmocka_unit_test_setup(test_never_cap_relatives_protected_or_higher_priority, setup),

@@ -112,6 +112,9 @@ echo "$devno wbps=max" > "$wcg/io.max"
 echo "== mdreclaimd enforcing, victim protected"
 : > /tmp/daemon.log
 start_daemon
+# The daemon runs before the writer comes, as a service would: it sees what
+# the victim stalls on its own (its baseline) before anyone contends.
+in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
 run_case mdreclaimd
 capped=$(grep -c 'cap-writes\|ACTION=cap-writes\|io.max .* wbps' /tmp/daemon.log)
 stop_daemon TERM
