@@ -133,7 +133,11 @@ uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id) 
 }
 
 /* Whether anyone that could be capped for `c` writes to one of its devices
- * (more than a trickle), or is capped there now. */
+ * (more than a trickle), or is capped there now. Not the device's completed
+ * rate beyond c's own writes: that takes in the journal blocks c's own
+ * fsyncs make a kernel thread write (ext4's jbd2: several MiB/s for a
+ * victim of small fdatasyncs). A writer without a policy, which cannot be
+ * capped, thus counts as part of what c stalls on its own. */
 static bool contended(const WpCgroup *cg, size_t n, const WpCgroup *c, const WpDevice *dev, size_t n_dev,
                       const WritePointState *state) {
         for (size_t d = 0; d < c->n_devices; d++) {
@@ -147,9 +151,6 @@ static bool contended(const WpCgroup *cg, size_t n, const WpCgroup *c, const WpD
                 for (size_t i = 0; i < n; i++)
                         if (&cg[i] != c && may_cap(&cg[i], c))
                                 others += device_rate_of(&cg[i], major, minor);
-                /* Writers without a policy show only in what the device completes. */
-                if (x && x->write_rate > c->devices[d].wbytes_per_sec)
-                        others = MAX(others, x->write_rate - c->devices[d].wbytes_per_sec);
                 if (others >= trickle)
                         return true;
         }

@@ -157,17 +157,29 @@ static void test_baseline_is_the_stall_alone(void **s) {
         assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "stalls 45.00% on io (limit 40.00%, 30.00% of it its own)"));
 }
 
-static void test_no_baseline_beside_a_writer_without_policy(void **s) {
-        /* Nobody with a policy writes, but the device completes far more than
-         * the victim's own writes: someone else does. */
+static void test_baseline_learning(void **s) {
+        /* Nobody with a policy writes; the device completes more than the
+         * victim's own writes (its journal, or a writer without a policy,
+         * neither of which can be capped): that is part of its own stall. */
         writer_dev[0].wbytes_per_sec = 0;
         other_dev[0].wbytes_per_sec = 0;
         victim_dev[0].wbytes_per_sec = 1 * MIB;
         dev[0].write_rate = 16 * MIB;
+        cg[0].io_stall_ppm = 400000;
+        decide(1 * SEC);
+        assert_int_equal(write_point_baseline(&state, 1), 400000);
+        /* A writer under a policy, even a small one, or a cap on the device: contended. */
+        other_dev[0].wbytes_per_sec = 1 * MIB;
         cg[0].io_stall_ppm = 900000;
-        for (int t = 1; t <= 5; t++)
-                decide((uint64_t) t * SEC);
+        decide(2 * SEC);
+        assert_int_equal(write_point_baseline(&state, 1), 400000);
+        other_dev[0].wbytes_per_sec = 0;
+        memset(&state, 0, sizeof(state));
+        state.caps[0] = (WpCap) { .cgroup_id = 2, .major = 8, .minor = 0, .wbps = 8 * MIB };
+        state.n_caps = 1;
+        decide(3 * SEC);
         assert_int_equal(write_point_baseline(&state, 1), 0);
+        memset(&state, 0, sizeof(state));
         /* An idle victim teaches nothing either. */
         victim_dev[0].wbytes_per_sec = 0;
         dev[0].write_rate = 0;
@@ -364,7 +376,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_steps_wait_for_the_last_one_to_show, setup),
                 cmocka_unit_test_setup(test_steps_stop_when_the_stall_does_not_fall, setup),
                 cmocka_unit_test_setup(test_baseline_is_the_stall_alone, setup),
-                cmocka_unit_test_setup(test_no_baseline_beside_a_writer_without_policy, setup),
+                cmocka_unit_test_setup(test_baseline_learning, setup),
                 cmocka_unit_test_setup(test_policy_floor, setup),
                 cmocka_unit_test_setup(test_creep_up_then_lift_after_hold, setup),
                 cmocka_unit_test_setup(test_never_cap_relatives_protected_or_higher_priority, setup),

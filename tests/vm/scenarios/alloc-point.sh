@@ -31,7 +31,7 @@ need_daemon
 
 case $MDR_SCENARIO_NAME in
 bench-*) bench=1 cold_mib=600 hot_mib=16 storm_files=60000 nb_files=15000 meta_max_mib=24 global_reps=3 ;;
-*) bench=0 cold_mib=256 hot_mib=16 storm_files=20000 nb_files=8000 meta_max_mib=12 global_reps=1 ;;
+*) bench=0 cold_mib=256 hot_mib=16 storm_files=12000 nb_files=5000 meta_max_mib=8 global_reps=1 ;;
 esac
 # MDR_AP_CASES: which cases run (default all: 1234); for a wrapper script
 # that sets it and execs this one, when only one case is of interest

@@ -118,6 +118,7 @@ in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/nu
 run_case mdreclaimd
 capped=$(grep -c 'cap-writes\|ACTION=cap-writes\|io.max .* wbps' /tmp/daemon.log)
 stop_daemon TERM
+cp /tmp/daemon.log "/tmp/daemon-$fs.log"
 check_cmp "the daemon capped the writer while the victim stalled (events)" "$capped" -gt 0
 check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
 
@@ -164,7 +165,9 @@ awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdrecla
 
 check_cmp "the writer alone keeps at least 85 % of its rate with the daemon (percent)" \
     "$(awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" 'BEGIN { printf "%d", 100 * b / a }')" -ge 85
-grep -E 'cap-writes|lift-cap|restore' /tmp/daemon.log | tail -n 5 | sed 's/^/       daemon: /'
+echo "== what the daemon did in the mdreclaimd case (first 14 cap events)"
+grep -E 'ACTION=(cap-writes|lift-cap)' "/tmp/daemon-$fs.log" | head -n 14 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+grep -E 'cap-writes|lift-cap|restore' /tmp/daemon.log | tail -n 2 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon (kill test): /'
 rm -f "$mnt"/bulk "$mnt"/victim
 }
 
