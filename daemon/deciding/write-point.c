@@ -260,8 +260,14 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         cap->no_gain = 0;
                 want = cap->wbps / 4 * 3;
         } else {
-                /* Start from what the writer gets now, bounded by what the device completes. */
-                uint64_t b = dev && dev->write_rate ? MIN(rate, dev->write_rate) : rate;
+                /* Start from what the writer gets now, bounded by what the device
+                 * completes and by what it sustains (a tick's completions can be a
+                 * burst into a cache). */
+                uint64_t b = rate;
+                if (dev && dev->write_rate)
+                        b = MIN(b, dev->write_rate);
+                if (dev && dev->capacity)
+                        b = MIN(b, dev->capacity);
                 want = b / 4 * 3;
         }
         want = MAX(want, floor);

@@ -103,6 +103,14 @@ static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **
         assert_null(find(WP_SET_CAP, 2)); /* at its floor: nothing more to do */
 }
 
+static void test_first_cap_bounded_by_capacity(void **s) {
+        /* A burst: the device completed 24 MiB/s this tick, but sustains 16. */
+        dev[0].write_rate = 24 * MIB;
+        cg[0].io_stall_ppm = 800000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+}
+
 static void test_steps_wait_for_the_last_one_to_show(void **s) {
         cg[0].io_stall_ppm = 800000;
         decide(1 * SEC);
@@ -373,6 +381,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_nobody_capped_without_stall, setup),
                 cmocka_unit_test_setup(test_stall_caps_the_heaviest_writer_then_steps_down_to_floor, setup),
+                cmocka_unit_test_setup(test_first_cap_bounded_by_capacity, setup),
                 cmocka_unit_test_setup(test_steps_wait_for_the_last_one_to_show, setup),
                 cmocka_unit_test_setup(test_steps_stop_when_the_stall_does_not_fall, setup),
                 cmocka_unit_test_setup(test_baseline_is_the_stall_alone, setup),

@@ -15,6 +15,7 @@
 # printed; under TCG they vary from run to run, so they are a benchmark:
 # "bench-write-point" (the same script) runs longer cases on every --fs given:
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --fs ext4,xfs,btrfs bench-write-point
+# MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -37,7 +38,7 @@ cat > "$conf/etc/mdreclaim/mdreclaimd.conf" <<EOT
 Interval=500ms
 RescanInterval=2s
 [WritePoint]
-IOPressureLimit=10%
+IOPressureLimit=${MDR_WP_LIMIT:-10%}
 CapHoldTime=5s
 EOT
 printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
