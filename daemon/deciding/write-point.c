@@ -128,8 +128,13 @@ static WpBaseline *baseline_of(WritePointState *s, uint64_t id, bool create) {
 uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id) {
         for (size_t i = 0; i < state->n_baselines; i++)
                 if (state->baselines[i].cgroup_id == cgroup_id)
-                        return state->baselines[i].ppm;
+                        return state->baselines[i].n > 0 ? state->baselines[i].ppm : 0;
         return 0;
+}
+
+static uint32_t smoothed_stall(WritePointState *state, const WpCgroup *c) {
+        WpBaseline *b = baseline_of(state, c->id, false);
+        return b && b->have_smooth ? b->smooth_ppm : c->io_stall_ppm;
 }
 
 /* Whether anyone that could be capped for `c` writes to one of its devices
@@ -177,10 +182,15 @@ static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, s
                 const WpCgroup *c = &cg[i];
                 WpBaseline *b;
 
-                if (!c->protect || !c->have_io_stall || !doing_io(c) || contended(cg, n, c, dev, n_dev, state))
+                if (!c->protect || !c->have_io_stall)
                         continue;
                 b = baseline_of(state, c->id, true);
                 if (!b)
+                        continue;
+                b->smooth_ppm = b->have_smooth ? (uint32_t) (((uint64_t) b->smooth_ppm + c->io_stall_ppm) / 2) :
+                                c->io_stall_ppm;
+                b->have_smooth = true;
+                if (!doing_io(c) || contended(cg, n, c, dev, n_dev, state))
                         continue;
                 if (b->n == 0)
                         b->ppm = c->io_stall_ppm;
@@ -244,15 +254,19 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
+        uint32_t smooth = smoothed_stall(state, s->victim);
         WpAction *a;
 
         if (cap) {
-                /* The last step has not had time to show, or two steps in a
-                 * row did not lower the stall: what remains is not this
-                 * writer's doing. Hold until the stall falls or goes. */
-                if (now - cap->stepped_usec < WP_STEP_USEC)
+                /* The last step has not had time to show; or one bad tick, not
+                 * a lasting stall; or two steps in a row did not bring the
+                 * stall down by a tenth: what remains is not this writer's
+                 * doing (on ext4, the victim's commits even wait for the
+                 * writer's ordered data that the cap holds back). Hold until
+                 * the stall falls or goes. */
+                if (now - cap->stepped_usec < WP_STEP_USEC || smooth <= s->limit_ppm)
                         return;
-                if (stall >= cap->stall_at_step) {
+                if (smooth > cap->stall_at_step / 10 * 9) {
                         if (cap->no_gain >= 2)
                                 return;
                         cap->no_gain++;
@@ -294,7 +308,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         cap->wbps = want;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
-        cap->stall_at_step = stall;
+        cap->stall_at_step = smooth;
 }
 
 /* The heaviest writers that may be capped for one stalling device. */

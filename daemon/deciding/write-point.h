@@ -14,8 +14,9 @@
  *   stalls with nobody else writing to its devices (its baseline, learnt
  *   while it is active and uncontended) comes on top of IOPressureLimit=. A
  *   cap steps down at most once per WP_STEP_USEC (the device queue in front
- *   of the victim takes that long to drain), and stops stepping once two
- *   steps in a row brought the stall no lower: the rest is not the writer's.
+ *   of the victim takes that long to drain), only while the smoothed stall
+ *   is over the limit too, and holds once two steps in a row did not bring
+ *   the smoothed stall down by a tenth: the rest is not the writer's.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.
@@ -82,11 +83,14 @@ typedef struct WpCap {
         uint8_t no_gain;                /* steps in a row that did not lower the stall */
 } WpCap;
 
-/* What a protected cgroup stalls on io with nobody else writing to its devices. */
+/* A protected cgroup's io stall: what it has with nobody else writing to its
+ * devices, and a smoothed figure that steps of a cap are judged by. */
 typedef struct WpBaseline {
         uint64_t cgroup_id;
-        uint32_t ppm;                   /* moving average of "some", per tick */
-        uint32_t n;                     /* ticks learnt from */
+        uint32_t ppm;                   /* baseline: moving average of "some", per tick */
+        uint32_t n;                     /* ticks learnt from; 0: no baseline yet */
+        uint32_t smooth_ppm;            /* half of each new figure, whether contended or not */
+        bool have_smooth;
 } WpBaseline;
 
 typedef struct WpBudget {
