@@ -259,19 +259,18 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
 
         if (cap) {
                 /* The last step has not had time to show; or one bad tick, not
-                 * a lasting stall; or two steps in a row did not bring the
-                 * stall down by a tenth: what remains is not this writer's
-                 * doing (on ext4, the victim's commits even wait for the
-                 * writer's ordered data that the cap holds back). Hold until
-                 * the stall falls or goes. */
+                 * a lasting stall; or, for the second time since the stall
+                 * began, a step did not bring it down by a tenth: what remains
+                 * is not this writer's doing (on ext4 the victim's commits
+                 * even wait for the writer's ordered data that the cap holds
+                 * back). Hold until the stall goes under the limit. */
                 if (now - cap->stepped_usec < WP_STEP_USEC || smooth <= s->limit_ppm)
                         return;
                 if (smooth > cap->stall_at_step / 10 * 9) {
-                        if (cap->no_gain >= 2)
+                        if (cap->no_gain >= 1)
                                 return;
                         cap->no_gain++;
-                } else
-                        cap->no_gain = 0;
+                }
                 want = cap->wbps / 4 * 3;
         } else {
                 /* Start from what the writer gets now, bounded by what the device
@@ -356,7 +355,6 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                         stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
                 if (w && stalling)
                         continue;
-                cap->no_gain = 0;
                 lift = !w || !q || now - q->last_stall_usec >= st->hold_usec;
                 if (!lift) {
                         uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
@@ -364,7 +362,11 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                         /* Creep only once the stall has been gone a quarter of the hold
                          * time, and slowly: a full device queue brings it back at once.
                          * The cap itself goes only at the end of the hold time. */
-                        if (now - q->last_stall_usec < st->hold_usec / 4 || cap->wbps >= ceiling)
+                        if (now - q->last_stall_usec < st->hold_usec / 4)
+                                continue;
+                        /* The stall is over: a new one starts a new descent. */
+                        cap->no_gain = 0;
+                        if (cap->wbps >= ceiling)
                                 continue;
                         want = MIN(cap->wbps + MAX(d && d->capacity ? d->capacity / 20 : 0, MIB), ceiling);
                 }

@@ -15,8 +15,9 @@
  *   while it is active and uncontended) comes on top of IOPressureLimit=. A
  *   cap steps down at most once per WP_STEP_USEC (the device queue in front
  *   of the victim takes that long to drain), only while the smoothed stall
- *   is over the limit too, and holds once two steps in a row did not bring
- *   the smoothed stall down by a tenth: the rest is not the writer's.
+ *   is over the limit too, and holds once a second step since the stall
+ *   began has not brought the smoothed stall down by a tenth: the rest is
+ *   not the writer's. It holds until the stall goes under the limit.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.
@@ -80,7 +81,7 @@ typedef struct WpCap {
         uint64_t protected_id;          /* the cgroup it protects */
         uint64_t stepped_usec;          /* when it last stepped down */
         uint32_t stall_at_step;         /* the protected cgroup's stall then */
-        uint8_t no_gain;                /* steps in a row that did not lower the stall */
+        uint8_t no_gain;                /* steps since the stall began that did not lower it */
 } WpCap;
 
 /* A protected cgroup's io stall: what it has with nobody else writing to its
