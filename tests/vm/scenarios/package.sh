@@ -15,8 +15,7 @@
 #   tests/vm/build-deb -- tests/vm/vmtest package     (meson test --suite package)
 . "$(dirname "$0")/lib.sh"
 
-# vmtest writes MDR_DEB into job.env; run-scenario does not export it.
-[ -n "${MDR_DEB:-}" ] || MDR_DEB=$(. "$MDR_RESULTS/job.env" && echo "${MDR_DEB:-}")
+# MDR_DEB: vmtest's MDRECLAIM_DEB, through job.env and run-scenario.
 if [ -z "$MDR_DEB" ] || [ ! -f "$MDR_DEB" ]; then
     fatal "MDRECLAIM_DEB is not set to a built .deb (got '$MDR_DEB'); run it through tests/vm/build-deb"
 fi
@@ -51,15 +50,11 @@ throttles() {
 }
 
 section "before the install"
-# The host's policy-rc.d (a container's) answers 101, so the maintainer
-# scripts would never start the service; man-db's index update is slow
-# under TCG and tests nothing here. systemd-prepare installs the daemon's
-# unit in /etc only when MDRECLAIMD is set, which would shadow the package's.
-rm -f /usr/sbin/policy-rc.d
-rm -f /var/lib/man-db/auto-update    # what man-db/auto-update=false leaves
-# The host's PackageKit hook (DPkg::Post-Invoke) asks packagekitd over D-Bus
-# after every dpkg run and, in the guest, waits for its timeout.
-rm -f /etc/apt/apt.conf.d/20packagekit
+# guest/run-scenario has made dpkg and apt quick and offline (dpkg's
+# database on a tmpfs, apt without sources) and taken the host's container
+# quirks away. systemd-prepare installs the daemon's unit in /etc only when
+# MDRECLAIMD is set, which would shadow the package's.
+note "dpkg's database: $(findmnt -no FSTYPE /var/lib/dpkg) ($(ls /var/lib/dpkg/info | wc -l) files in info/)"
 if [ -e /etc/systemd/system/$svc ]; then
     rm -f /etc/systemd/system/$svc
     systemctl daemon-reload
