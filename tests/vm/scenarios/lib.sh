@@ -63,3 +63,9 @@ need_daemon() {
 # now / since T: seconds of uptime, for timings shown in notes.
 now() { awk '{ print $1 }' /proc/uptime; }
 since() { awk -v t="$1" '{ printf "%.1f", $1 - t }' /proc/uptime; }
+
+# apt_install_deb: installs the .deb vmtest handed in (MDR_DEB), as an
+# operator would, with apt (quick and offline here: guest/run-scenario).
+apt_install_deb() {
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$MDR_DEB"
+}
