@@ -136,7 +136,6 @@ static uint32_t smoothed_stall(WritePointState *state, const WpCgroup *c) {
         WpBaseline *b = baseline_of(state, c->id, false);
         return b && b->have_smooth ? b->smooth_ppm : c->io_stall_ppm;
 }
-
 /* Whether anyone that could be capped for `c` writes to one of its devices
  * (more than a trickle), or is capped there now. Not the device's completed
  * rate beyond c's own writes: that takes in the journal blocks c's own
@@ -219,9 +218,12 @@ static size_t find_stalls(const WpCgroup *cg, size_t n, const WritePointState *s
 
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
-                uint32_t limit = effective_limit(state, c);
+                uint32_t limit;
 
-                if (!c->protect || !c->have_io_stall || c->io_stall_ppm <= limit)
+                if (!c->protect || !c->have_io_stall)
+                        continue;
+                limit = effective_limit(state, c);
+                if (c->io_stall_ppm <= limit)
                         continue;
                 for (size_t d = 0; d < c->n_devices; d++) {
                         size_t k;

@@ -80,7 +80,7 @@ typedef struct WpCap {
         uint64_t wbps;
         uint64_t protected_id;          /* the cgroup it protects */
         uint64_t stepped_usec;          /* when it last stepped down */
-        uint32_t stall_at_step;         /* the protected cgroup's stall then */
+        uint32_t stall_at_step;         /* the protected cgroup's smoothed stall then */
         uint8_t no_gain;                /* steps since the stall began that did not lower it */
 } WpCap;
 

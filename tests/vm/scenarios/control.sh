@@ -19,17 +19,6 @@ section() { printf '\n--- %s\n' "$*"; }
 mdctl() { "$MDCTL" "$@"; }
 unit=mdr-files.service
 
-# wait_for SECONDS COMMAND...: polls until the command succeeds.
-wait_for() {
-    local n=$(( $1 * 2 )); shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.5
-        n=$((n - 1))
-    done
-    return 1
-}
-socket_up() { mdctl status > /dev/null 2>&1; }
 slab_of() { mdctl --json show "$unit" | jq -r '.slab_reclaimable // 0'; }
 events_of() { mdctl --json events | jq -r --arg u "$unit" --arg a "$1" \
                   '[.events[] | select(.unit == $u and .action == $a)] | length'; }

@@ -61,6 +61,18 @@ need_daemon() {
 }
 
 # now / since T: seconds of uptime, for timings shown in notes.
+# wait_for SECONDS COMMAND...: polls every 0.25 s until the command succeeds.
+wait_for() {
+    local n=$(( $1 * 4 )); shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.25
+        n=$((n - 1))
+    done
+    return 1
+}
+# Whether the daemon's control socket answers (mdctl as the scenario runs it).
+socket_up() { mdctl status > /dev/null 2>&1; }
 now() { awk '{ print $1 }' /proc/uptime; }
 since() { awk -v t="$1" '{ printf "%.1f", $1 - t }' /proc/uptime; }
 

@@ -39,16 +39,6 @@ dev=$(findmnt -no SOURCE "$mnt")
 devno=$(cat "/sys/class/block/${dev#/dev/}/dev")
 mdctl() { "$MDCTL" --socket "$sock" "$@"; }
 triggers() { mdctl --json status | jq -r '.psi_triggers // empty'; }
-# wait_for SECONDS COMMAND...: polls until the command succeeds.
-wait_for() {
-    local n=$(( $1 * 4 )); shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.25
-        n=$((n - 1))
-    done
-    return 1
-}
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 kill_cgroup() {
     local pid
@@ -78,7 +68,6 @@ echo "== the daemon, with a memory trigger on /mdr-hog and an io trigger on /mdr
 "$MDRECLAIMD" --cgroup-root /sys/fs/cgroup --config-root "$conf" --state-dir "$state" \
     --control-socket "$sock" --log-level debug 2> "$log" &
 daemon=$!
-socket_up() { mdctl status > /dev/null 2>&1; }
 check "the control socket answers" wait_for 30 socket_up
 armed_hog() { grep -q "PSI trigger armed on /mdr-hog's memory.pressure" "$log"; }
 armed_victim() { grep -q "PSI trigger armed on /mdr-victim's io.pressure" "$log"; }

@@ -30,17 +30,6 @@ mdctl() { /usr/bin/mdctl "$@"; }
 svc=mdreclaimd.service
 slice=/sys/fs/cgroup/system.slice
 
-# wait_for SECONDS COMMAND...: polls until the command succeeds.
-wait_for() {
-    local n=$(( $1 * 2 )); shift
-    while [ "$n" -gt 0 ]; do
-        "$@" && return 0
-        sleep 0.5
-        n=$((n - 1))
-    done
-    return 1
-}
-socket_up() { mdctl status > /dev/null 2>&1; }
 # The armed PSI triggers, from the daemon's sd_notify STATUS=.
 psi_count() { systemctl show -P StatusText "$svc" | sed -n 's/.*, \([0-9]*\) PSI triggers.*/\1/p'; }
 main_pid() { systemctl show -P MainPID "$svc"; }
