@@ -60,7 +60,7 @@ static void status_print(const Value *st) {
         (void) value_get_u64(st, "events_next_seq", &next);
         (void) value_get_u64(st, "connections", &conns);
         printf("mdreclaimd %s (pid %" PRIu64 "), up %s\n", or_dash(value_get_str(st, "version")), pid,
-               format_span(span, u64_delta(realtime_now(), started)));
+               format_span(span, u64_delta(now_usec(CLOCK_REALTIME), started)));
         field("Cgroup root", "%s", or_dash(value_get_str(st, "cgroup_root")));
         field("Config root", "%s", or_dash(value_get_str(st, "config_root")));
         field("Cgroups", "%" PRIu64 " watched, %" PRIu64 " under a policy", n, np);

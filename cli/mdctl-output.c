@@ -52,13 +52,6 @@ const char *format_time(char buf[static 32], uint64_t realtime_usec) {
         return buf;
 }
 
-uint64_t realtime_now(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 const char *or_dash(const char *s) {
         return s ? s : "-";
 }

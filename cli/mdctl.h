@@ -39,7 +39,6 @@ void print_json(const Value *v);
 /* "3d 4h", "2h 5min", "3min 2s", "12s". */
 const char *format_span(char buf[static 32], uint64_t usec);
 const char *format_time(char buf[static 32], uint64_t realtime_usec);
-uint64_t realtime_now(void);
 const char *or_dash(const char *s);
 /* "  Label: text" with labels right-aligned to one column, as systemctl status does. */
 void field(const char *label, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -119,17 +119,10 @@ static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
         return r;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Waits for a key until `deadline`; returns the key, 0 on timeout or a signal. */
 static int wait_key(const Screen *s, uint64_t deadline) {
         struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
-        uint64_t now = now_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         char c;
 
         if (now >= deadline)
@@ -187,8 +180,8 @@ int top_run(sd_bus *bus, const TopOptions *opts) {
                 r = frame(bus, &o, &s);
                 if (r < 0 || (o.iterations > 0 && ++done >= o.iterations))
                         break;
-                deadline = now_usec() + o.delay_usec;
-                while (!got_signal && now_usec() < deadline) {
+                deadline = now_usec(CLOCK_MONOTONIC) + o.delay_usec;
+                while (!got_signal && now_usec(CLOCK_MONOTONIC) < deadline) {
                         int key = wait_key(&s, deadline);
 
                         if (got_winch) {

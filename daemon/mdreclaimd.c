@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "bus.h"
+#include "api.h"
 #include "conf.h"
 #include "discover.h"
 #include "log.h"
@@ -226,20 +226,18 @@ static void raise_fd_limit(void) {
 
 static int run_sample_once(const Options *o, const char *cgroup_root) {
         _cleanup_(observer_freep) Observer *obs = NULL;
-        struct timespec ts;
         int r;
 
         r = observer_new(cgroup_root, o->proc_root, o->sys_root, &obs);
         if (r < 0)
                 return r;
         r = observer_rescan(obs);
-        if (r >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
-                r = observer_sample(obs, (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000);
+        if (r >= 0)
+                r = observer_sample(obs, now_usec(CLOCK_MONOTONIC));
         if (r >= 0 && o->sample_window_usec > 0) {
                 /* A second pass gives the rates and stall deltas. */
                 (void) usleep((useconds_t) o->sample_window_usec);
-                (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-                r = observer_sample(obs, (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000);
+                r = observer_sample(obs, now_usec(CLOCK_MONOTONIC));
         }
         if (r < 0)
                 return log_error_errno(r, "Sampling %s failed: %m", cgroup_root);
@@ -255,8 +253,8 @@ static int run_sample_once(const Options *o, const char *cgroup_root) {
 int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
         _cleanup_free_ char *cgroup_root = NULL;
-        Manager *m = NULL;
-        BusServer *bus = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(api_freep) Api *api = NULL;
         ConfDiag diag = {};
         ManagerArgs margs;
         Options o;
@@ -297,14 +295,10 @@ int main(int argc, char **argv) {
         r = manager_new(&margs, TAKE_PTR(config), cgroup_root, &m);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = bus_server_new(m, o.control_socket ?: m->config->daemon.control_socket ?: CONTROL_SOCKET_DEFAULT, &bus);
-        if (r < 0) {
-                manager_free(m);
+        r = api_new(m, o.control_socket ?: m->config->daemon.control_socket ?: CONTROL_SOCKET_DEFAULT, &api);
+        if (r < 0)
                 return EXIT_FAILURE;
-        }
         r = manager_run(m);
-        bus_server_free(bus);
-        manager_free(m);
         if (r < 0) {
                 log_error_errno(r, "Stopped on an error: %m");
                 return EXIT_FAILURE;

@@ -4,91 +4,50 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/vfs.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cgfs.h"
 #include "log.h"
+#include "procs.h"
 #include "util.h"
 
-/* Delivered to the worker thread alone when a job overruns its budget. */
-#define WORKER_SIGNAL SIGUSR2
-/* Bound on files one writeback job touches. */
+/* Bound on files one writeback job touches, and on the pids it looks at. */
 #define WRITEBACK_FILES_MAX 4096
+#define WRITEBACK_PIDS_MAX 4096
+/* sync_file_range is called on ranges of this size, so that a job can stop between two. */
+#define WRITEBACK_RANGE (UINT64_C(8) << 20)
+/* Bound on the ranges of one file (its last 2 GiB): see writeback_file(). */
+#define WRITEBACK_RANGES_MAX 256
 
 struct Worker {
-        pthread_t thread;
-        bool started;
-        pthread_mutex_t lock;
-        pthread_cond_t wake;
-        bool stop;
-
-        Job queue[WORKER_QUEUE_MAX];
-        unsigned q_head, q_len;
-        Job done[WORKER_QUEUE_MAX + 1];
-        unsigned d_head, d_len;
-        unsigned running;
-
-        timer_t timer;
-        bool have_timer;
+        TaskQueue *queue;
         char proc_root[256];
-
-        int efd;
-        sd_event_source *source;
         WorkerDone on_done;
         void *userdata;
 };
 
-static uint64_t mono_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static void on_worker_signal(int sig) {
-        /* Nothing: its arrival makes the blocked write return early. */
-}
-
-static void arm_budget(Worker *w, uint64_t usec) {
-        struct itimerspec its = {
-                .it_value = { .tv_sec = (time_t) (usec / USEC_PER_SEC),
-                              .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 },
-        };
-
-        if (w->have_timer)
-                (void) timer_settime(w->timer, 0, &its, NULL);
-}
-
-static void disarm_budget(Worker *w) {
-        struct itimerspec its = {};
-
-        if (w->have_timer)
-                (void) timer_settime(w->timer, 0, &its, NULL);
+static Job *job_of(Task *t) {
+        return (Job *) t;       /* the task is the job's first member */
 }
 
 /* memory.reclaim in steps: small writes block briefly, the overshoot of each
  * stays small, and the job stops when a step frees nothing or time runs out. */
 static void run_reclaim(Job *j) {
-        uint64_t deadline = mono_usec() + (j->budget_usec ? j->budget_usec : 10 * USEC_PER_SEC);
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
         uint64_t step = j->step ? j->step : j->bytes, done = 0, last;
         char buf[64];
 
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
         last = j->before;
-        while (done < j->bytes && mono_usec() < deadline) {
+        while (done < j->bytes && now_usec(CLOCK_MONOTONIC) < deadline && !taskq_stopping()) {
                 uint64_t ask = MIN(step, j->bytes - done), now_current = last;
 
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
@@ -102,28 +61,8 @@ static void run_reclaim(Job *j) {
                         break;
                 last = now_current;
         }
-        j->interrupted |= done < j->bytes && mono_usec() >= deadline;
+        j->interrupted |= done < j->bytes && (now_usec(CLOCK_MONOTONIC) >= deadline || taskq_stopping());
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->after);
-}
-
-/* Open-for-writing flags from /proc/PID/fdinfo/N ("flags:\t0100001"). */
-static bool fd_open_for_writing(int fdinfo_dirfd, const char *name) {
-        char buf[256], *p;
-        int fd = openat(fdinfo_dirfd, name, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
-        unsigned long flags;
-
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        p = strstr(buf, "flags:");
-        if (!p || sscanf(p + 6, "%lo", &flags) != 1)
-                return false;
-        return (flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR;
 }
 
 /* Filesystems whose btrfs commit a job has started already. */
@@ -154,260 +93,171 @@ static void maybe_start_commit(Job *j, int fd, const struct stat *st, FsSeen *se
                 j->commits++;
 }
 
-/* sync_file_range(SYNC_FILE_RANGE_WRITE) on every regular file PID holds open for writing. */
-static void writeback_pid(Job *j, const char *proc_root, unsigned long pid, uint64_t deadline, FsSeen *seen) {
+static bool job_must_stop(uint64_t deadline) {
+        return taskq_stopping() || now_usec(CLOCK_MONOTONIC) >= deadline;
+}
+
+/*
+ * Starts writeback of one file in bounded ranges, checking between them
+ * whether to stop. An appending writer's dirty pages are at the end, so the
+ * ranges cover the file's last WRITEBACK_RANGES_MAX ranges, the last one to
+ * the end of the file however far it grew; earlier pages go out with the
+ * kernel's own writeback.
+ */
+static bool writeback_file(int fd, const struct stat *st, uint64_t deadline) {
+        uint64_t size = (uint64_t) st->st_size, span = WRITEBACK_RANGE * WRITEBACK_RANGES_MAX;
+        uint64_t off = size > span ? (size - span) / WRITEBACK_RANGE * WRITEBACK_RANGE : 0;
+
+        for (; ; off += WRITEBACK_RANGE) {
+                bool last = off + WRITEBACK_RANGE >= size;
+
+                if (sync_file_range(fd, (off64_t) off, last ? 0 : (off64_t) WRITEBACK_RANGE, SYNC_FILE_RANGE_WRITE) < 0)
+                        return false;
+                if (last || job_must_stop(deadline))
+                        return true;
+        }
+}
+
+/* Writeback of every regular file PID holds open for writing. */
+static void writeback_pid(Job *j, pid_t pid, uint64_t deadline, FsSeen *seen) {
+        _cleanup_close_ int fd_dirfd = -1, info_dirfd = -1;
         char path[300];
-        int fd_dirfd, info_dirfd;
         DIR *d;
         struct dirent *de;
 
-        snprintf(path, sizeof(path), "%s/%lu/fd", proc_root, pid);
+        snprintf(path, sizeof(path), "%s/%d/fd", j->proc_root, (int) pid);
         fd_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd_dirfd < 0)
-                return;
-        snprintf(path, sizeof(path), "%s/%lu/fdinfo", proc_root, pid);
+        snprintf(path, sizeof(path), "%s/%d/fdinfo", j->proc_root, (int) pid);
         info_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        d = info_dirfd >= 0 ? fdopendir(dup(fd_dirfd)) : NULL;
-        while (d && (de = readdir(d)) && j->files < WRITEBACK_FILES_MAX && mono_usec() < deadline) {
+        if (fd_dirfd < 0 || info_dirfd < 0)
+                return;
+        d = fdopendir(fcntl(fd_dirfd, F_DUPFD_CLOEXEC, 3));
+        while (d && (de = readdir(d)) && j->files < WRITEBACK_FILES_MAX && !job_must_stop(deadline)) {
+                _cleanup_close_ int f = -1;
                 struct stat st;
-                int f;
 
-                if (de->d_name[0] == '.' || !fd_open_for_writing(info_dirfd, de->d_name))
+                if (de->d_name[0] == '.' || !proc_fd_writable(info_dirfd, de->d_name))
                         continue;
                 /* An O_RDONLY open of the magic link works for this; O_PATH would give EBADF. */
                 f = openat(fd_dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-                if (f < 0)
-                        continue;
-                if (fstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
-                    sync_file_range(f, 0, 0, SYNC_FILE_RANGE_WRITE) == 0) {
+                if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && writeback_file(f, &st, deadline)) {
                         j->files++;
                         maybe_start_commit(j, f, &st, seen);
                 }
-                close(f);
         }
         if (d)
                 closedir(d);
-        closep(&info_dirfd);
-        close(fd_dirfd);
 }
 
-static void run_writeback(Job *j, const char *proc_root) {
-        uint64_t deadline = mono_usec() + (j->budget_usec ? j->budget_usec : 10 * USEC_PER_SEC);
-        char buf[65536], *p, *end;
+static void run_writeback(Job *j) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
+        _cleanup_free_ pid_t *pids = calloc(WRITEBACK_PIDS_MAX, sizeof(pid_t));
         FsSeen seen = {};
-        int fd = openat(j->dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-        ssize_t n;
+        int n;
 
-        if (fd < 0) {
-                j->result = negative_errno();
+        if (!pids) {
+                j->result = -ENOMEM;
                 return;
         }
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
+        n = cg_read_procs(j->dirfd, pids, WRITEBACK_PIDS_MAX);
         if (n < 0) {
-                j->result = negative_errno();
+                j->result = n;
                 return;
         }
-        buf[n] = '\0';
-        for (p = buf; *p && mono_usec() < deadline; p = end) {
-                unsigned long pid = strtoul(p, &end, 10);
-                if (end == p)
-                        break;
-                writeback_pid(j, proc_root, pid, deadline, &seen);
-                while (*end == '\n')
-                        end++;
-        }
+        for (int i = 0; i < n && !job_must_stop(deadline); i++)
+                writeback_pid(j, pids[i], deadline, &seen);
         j->result = 0;
-        j->interrupted = mono_usec() >= deadline;
+        j->interrupted = job_must_stop(deadline);
 }
 
-static void run_job(Worker *w, Job *j) {
-        uint64_t start = mono_usec();
+static void job_run(Task *t) {
+        Job *j = job_of(t);
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
 
-        if (j->kind != JOB_WRITEBACK && j->budget_usec)
-                arm_budget(w, j->budget_usec);
         switch (j->kind) {
-        case JOB_WRITE:
+        case JOB_FILE_WRITE:
                 j->result = cg_dir_write(j->dirfd, j->file, j->data);
                 break;
         case JOB_RECLAIM:
                 run_reclaim(j);
                 break;
         case JOB_WRITEBACK:
-                run_writeback(j, w->proc_root);
+                run_writeback(j);
                 break;
         }
-        disarm_budget(w);
-        j->duration_usec = mono_usec() - start;
+        j->duration_usec = now_usec(CLOCK_MONOTONIC) - start;
         if (j->result == -EINTR)
                 j->interrupted = true;
         closep(&j->dirfd);
-        j->dirfd = -1;
 }
 
-static void *worker_main(void *arg) {
-        Worker *w = arg;
-        struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = WORKER_SIGNAL };
-        sigset_t ss;
-
-        /* Every process signal is the loop's (signalfd); this thread takes only its own. */
-        sigfillset(&ss);
-        sigdelset(&ss, WORKER_SIGNAL);
-        pthread_sigmask(SIG_SETMASK, &ss, NULL);
-        sev._sigev_un._tid = (pid_t) syscall(SYS_gettid);
-        w->have_timer = timer_create(CLOCK_MONOTONIC, &sev, &w->timer) == 0;
-
-        pthread_mutex_lock(&w->lock);
-        for (;;) {
-                Job j;
-                uint64_t one = 1;
-
-                while (!w->stop && w->q_len == 0)
-                        pthread_cond_wait(&w->wake, &w->lock);
-                if (w->stop)
-                        break;
-                j = w->queue[w->q_head];
-                w->q_head = (w->q_head + 1) % WORKER_QUEUE_MAX;
-                w->q_len--;
-                w->running++;
-                pthread_mutex_unlock(&w->lock);
-
-                run_job(w, &j);
-
-                pthread_mutex_lock(&w->lock);
-                w->running--;
-                w->done[(w->d_head + w->d_len) % ELEMENTSOF(w->done)] = j;
-                w->d_len++;
-                if (write(w->efd, &one, sizeof(one)) < 0)
-                        log_debug_errno(errno, "worker: eventfd write failed: %m");
-        }
-        pthread_mutex_unlock(&w->lock);
-        if (w->have_timer)
-                timer_delete(w->timer);
-        return NULL;
+static void job_free(Job *j) {
+        closep(&j->dirfd);
+        free(j);
 }
 
-static int on_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void job_drop(Task *t, void *userdata) {
+        job_free(job_of(t));
+}
+
+static void job_done(Task *t, void *userdata) {
         Worker *w = userdata;
-        uint64_t n;
+        Job *j = job_of(t);
 
-        if (read(w->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-                return log_error_errno(errno, "worker: eventfd read failed: %m");
-        for (;;) {
-                Job j;
-
-                pthread_mutex_lock(&w->lock);
-                if (w->d_len == 0) {
-                        pthread_mutex_unlock(&w->lock);
-                        break;
-                }
-                j = w->done[w->d_head];
-                w->d_head = (w->d_head + 1) % ELEMENTSOF(w->done);
-                w->d_len--;
-                pthread_mutex_unlock(&w->lock);
-                w->on_done(&j, w->userdata);
-        }
-        return 0;
+        w->on_done(j, w->userdata);
+        job_free(j);
 }
 
-int worker_new(sd_event *event, WorkerDone done, void *userdata, Worker **ret) {
-        Worker *w = calloc(1, sizeof(Worker));
-        struct sigaction sa = { .sa_handler = on_worker_signal };  /* no SA_RESTART */
-        sigset_t ss, old;
+int worker_new(sd_event *event, const char *proc_root, WorkerDone done, void *userdata, Worker **ret) {
+        _cleanup_free_ Worker *w = calloc(1, sizeof(Worker));
         int r;
 
         if (!w)
                 return -ENOMEM;
         w->on_done = done;
         w->userdata = userdata;
-        snprintf(w->proc_root, sizeof(w->proc_root), "/proc");
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->wake, NULL);
-        w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (w->efd < 0) {
-                r = negative_errno();
-                worker_free(w);
+        snprintf(w->proc_root, sizeof(w->proc_root), "%s", proc_root);
+        r = taskq_new(event, "worker-done", WORKER_QUEUE_MAX, true, w, &w->queue);
+        if (r < 0)
                 return r;
-        }
-        r = sd_event_add_io(event, &w->source, w->efd, EPOLLIN, on_done, w);
-        if (r < 0) {
-                worker_free(w);
-                return r;
-        }
-        (void) sd_event_source_set_description(w->source, "worker-done");
-        sigaction(WORKER_SIGNAL, &sa, NULL);
-        /* The loop's thread never takes the worker's signal; the thread starts
-         * with everything blocked and then opens up to its own signal alone. */
-        sigemptyset(&ss);
-        sigaddset(&ss, WORKER_SIGNAL);
-        pthread_sigmask(SIG_BLOCK, &ss, NULL);
-        sigfillset(&ss);
-        pthread_sigmask(SIG_BLOCK, &ss, &old);
-        r = -pthread_create(&w->thread, NULL, worker_main, w);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (r < 0) {
-                worker_free(w);
-                return r;
-        }
-        w->started = true;
-        *ret = w;
+        *ret = TAKE_PTR(w);
         return 0;
 }
 
 Worker *worker_free(Worker *w) {
         if (!w)
                 return NULL;
-        if (w->started) {
-                pthread_mutex_lock(&w->lock);
-                w->stop = true;
-                pthread_cond_signal(&w->wake);
-                pthread_mutex_unlock(&w->lock);
-                /* A job blocked in the kernel is interrupted rather than waited out. */
-                pthread_kill(w->thread, WORKER_SIGNAL);
-                pthread_join(w->thread, NULL);
-        }
-        for (unsigned i = 0; i < w->q_len; i++)
-                closep(&w->queue[(w->q_head + i) % WORKER_QUEUE_MAX].dirfd);
-        sd_event_source_disable_unref(w->source);
-        closep(&w->efd);
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->wake);
+        taskq_free(w->queue);
         free(w);
         return NULL;
 }
 
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
-        Job j = *job;
+        _cleanup_free_ Job *j = malloc(sizeof(Job));
+        int r;
 
-        j.dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
-        if (j.dirfd < 0)
+        if (!j)
+                return -ENOMEM;
+        *j = *job;
+        j->task = (Task) { .run = job_run, .done = job_done, .drop = job_drop,
+                           /* Writeback checks its own deadline between ranges. */
+                           .budget_usec = j->kind == JOB_WRITEBACK ? 0 : j->budget_usec };
+        j->proc_root = w->proc_root;
+        j->result = 0;
+        j->interrupted = false;
+        j->files = j->commits = j->before = j->after = j->duration_usec = 0;
+        j->dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
+        if (j->dirfd < 0)
                 return negative_errno();
-        j.result = 0;
-        j.interrupted = false;
-        j.files = j.commits = j.before = j.after = j.duration_usec = 0;
-        pthread_mutex_lock(&w->lock);
-        if (w->q_len + w->running + w->d_len >= WORKER_QUEUE_MAX) {
-                pthread_mutex_unlock(&w->lock);
-                close(j.dirfd);
-                return -EBUSY;
+        r = taskq_submit(w->queue, &j->task);
+        if (r < 0) {
+                closep(&j->dirfd);
+                return r;
         }
-        w->queue[(w->q_head + w->q_len) % WORKER_QUEUE_MAX] = j;
-        w->q_len++;
-        pthread_cond_signal(&w->wake);
-        pthread_mutex_unlock(&w->lock);
+        TAKE_PTR(j);
         return 0;
 }
 
-unsigned worker_pending(const Worker *w) {
-        Worker *mw = (Worker *) w;
-        unsigned n;
-
-        pthread_mutex_lock(&mw->lock);
-        n = mw->q_len + mw->running;
-        pthread_mutex_unlock(&mw->lock);
-        return n;
-}
-
-void worker_set_proc_root(Worker *w, const char *proc_root) {
-        snprintf(w->proc_root, sizeof(w->proc_root), "%s", proc_root);
+size_t worker_pending(Worker *w) {
+        return taskq_pending(w->queue);
 }

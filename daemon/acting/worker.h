@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The worker: a thread that does what may block in the kernel (writes to
- * memory.reclaim and memory.high, which reclaim in the writer's context;
- * sync_file_range over a cgroup's files) off the event loop. Its queue is
- * bounded; each job has a time budget after which the thread is interrupted
- * with a signal (the kernel's reclaim loops stop on a pending signal), and
- * results come back to the loop as events.
+ * The cgroup jobs that may block in the kernel, run off the event loop on
+ * the task queue (taskq.h): writes to memory.high (lowering it reclaims in
+ * the writer's context), memory.reclaim in measured steps, and writeback of
+ * the files a cgroup's tasks hold open for writing, in bounded ranges. Each
+ * job has a time budget; at stop the running one is interrupted.
  */
 #pragma once
 
@@ -13,19 +12,23 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "taskq.h"
+
 #define WORKER_QUEUE_MAX 64
 
 typedef enum JobKind {
-        JOB_WRITE,              /* write `data` to `file` below the cgroup */
+        JOB_FILE_WRITE,         /* write `data` to `file` below the cgroup */
         JOB_RECLAIM,            /* write `bytes` to memory.reclaim, measure memory.current around it */
         JOB_WRITEBACK,          /* start writeback of the files the cgroup's tasks hold open for
                                  * writing, and a commit of each btrfs they are on */
 } JobKind;
 
 typedef struct Job {
+        Task task;              /* the engine's */
         JobKind kind;
         uint64_t cookie;        /* the submitter's: comes back with the result */
         int dirfd;              /* the worker's own duplicate of the cgroup's fd */
+        const char *proc_root;  /* the worker's: JOB_WRITEBACK walks /proc/PID/fd below it */
         char file[32];
         char data[96];
         uint64_t bytes;
@@ -40,23 +43,21 @@ typedef struct Job {
         uint64_t before, after; /* memory.current around a reclaim */
         uint64_t files;         /* files a writeback touched */
         uint64_t commits;       /* btrfs transaction commits a writeback started */
-        bool interrupted;       /* stopped at its time budget */
+        bool interrupted;       /* stopped at its time budget (or at stop) */
 } Job;
 
 typedef struct Worker Worker;
 typedef void (*WorkerDone)(const Job *job, void *userdata);
 
-int worker_new(sd_event *event, WorkerDone done, void *userdata, Worker **ret);
+/* `proc_root`: where JOB_WRITEBACK finds /proc ("/proc" outside tests). */
+int worker_new(sd_event *event, const char *proc_root, WorkerDone done, void *userdata, Worker **ret);
 Worker *worker_free(Worker *w);
 
 /*
- * Queues a job; the worker takes its own duplicate of cgroup_dirfd. -EBUSY
- * when the queue is full (the caller tries again at a later tick), -ENOMEM.
+ * Queues a copy of `job`; the worker takes its own duplicate of cgroup_dirfd.
+ * -EBUSY when the queue is full (the caller tries again at a later tick), -ENOMEM.
  */
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
 
-/* Jobs queued or running. */
-unsigned worker_pending(const Worker *w);
-
-/* Proc root for JOB_WRITEBACK's walk of /proc/PID/fd ("/proc" outside tests). */
-void worker_set_proc_root(Worker *w, const char *proc_root);
+/* Jobs queued, running or waiting to be handed back. */
+size_t worker_pending(Worker *w);

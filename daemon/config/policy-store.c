@@ -15,6 +15,7 @@
 #include "log.h"
 #include "policy.h"
 #include "util.h"
+#include "unit-name.h"
 
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@"
 

@@ -51,21 +51,6 @@ Policy *policy_free(Policy *p) {
         return NULL;
 }
 
-const char *cgroup_path_unit(const char *path) {
-        static const char *const suffixes[] = { ".service", ".scope", ".slice" };
-        const char *last = strrchr(path, '/');
-        size_t len;
-
-        last = last ? last + 1 : path;
-        len = strlen(last);
-        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
-                size_t sl = strlen(suffixes[i]);
-                if (len > sl && streq(last + len - sl, suffixes[i]))
-                        return last;
-        }
-        return NULL;
-}
-
 static bool is_glob(const char *s) {
         return strpbrk(s, "*?[") != NULL;
 }

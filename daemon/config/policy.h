@@ -80,9 +80,5 @@ uint64_t policy_match_score(const Policy *p, const char *path, const char *unit)
 /* The winning policy of `n` for the cgroup, or NULL. */
 const Policy *policy_find(Policy *const *policies, size_t n, const char *path, const char *unit);
 
-/* The unit a cgroup path names: its last component if it ends in .service,
- * .scope or .slice; NULL otherwise. Points into `path`. */
-const char *cgroup_path_unit(const char *path);
-
 /* Whether a Match= value is well-formed; on error *ret_why says why. */
 bool policy_match_valid(const char *pattern, const char **ret_why);

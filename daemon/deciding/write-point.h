@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "policy.h"
-#include "signals.h"
+#include "device-rate.h"
 
 #define WP_CGROUPS_MAX 4096
 #define WP_CAPS_MAX 256

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "policy.h"
+#include "unit-name.h"
 #include "util.h"
 
 typedef struct Refresh {

@@ -11,7 +11,7 @@
 
 #include "cgfs.h"
 #include "sampler.h"
-#include "signals.h"
+#include "derived.h"
 
 typedef struct Policy Policy;
 

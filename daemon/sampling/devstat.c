@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "signals.h"
+#include "derived.h"
 #include "util.h"
 
 void devstat_clear(DevStatTable *t) {

@@ -20,7 +20,7 @@
 
 #include "devstat.h"
 #include "hostfs.h"
-#include "signals.h"
+#include "derived.h"
 
 typedef enum FsType {
         FS_EXT4,

@@ -16,7 +16,7 @@
 #include "hostfs.h"
 #include "metadata.h"
 #include "sampler.h"
-#include "signals.h"
+#include "derived.h"
 
 typedef struct Observer {
         CgRoot *root;

@@ -60,6 +60,11 @@ static inline bool sample_has_stat(const CgroupSample *s, MemoryStatKey k) {
         return (s->have & SAMPLE_MEMORY_STAT) && (s->stat_found & (UINT64_C(1) << k));
 }
 
+/* A memory.stat figure, 0 when the sample lacks it. */
+static inline uint64_t sample_stat(const CgroupSample *s, MemoryStatKey k) {
+        return sample_has_stat(s, k) ? s->stat[k] : 0;
+}
+
 /*
  * Reads one cgroup's per-tick files. A file the cgroup lacks leaves its bit
  * out of `have`; garbage sets its bit in `garbage`. Returns -ENODEV if the
@@ -141,6 +146,11 @@ typedef struct SystemSample {
         uint64_t vmstat[_VMSTAT_MAX];           /* pages or events, as the kernel gives them */
         uint64_t vmstat_found;
 } SystemSample;
+
+/* A /proc/meminfo figure (bytes), or `fallback` when the sample lacks it (or there is none). */
+static inline uint64_t system_meminfo(const SystemSample *s, MeminfoKey k, uint64_t fallback) {
+        return s && (s->meminfo_found & (UINT64_C(1) << k)) ? s->meminfo[k] : fallback;
+}
 
 /* Reads the host's files; what is missing or garbage is left out of `have`. */
 int sampler_read_system(HostRoot *h, SystemSample *ret);

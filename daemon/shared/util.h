@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
@@ -24,12 +25,14 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 
+/* Closes *fd if open and resets it to -1, keeping errno. */
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;
                 close(*fd);
                 errno = saved;
         }
+        *fd = -1;
 }
 
 static inline void fclosep(FILE **f) {
@@ -63,6 +66,14 @@ static inline int negative_errno(void) {
 
 static inline const char *strna(const char *s) {
         return s ? s : "n/a";
+}
+
+/* The clock `clock` now, in µs (CLOCK_MONOTONIC for intervals, CLOCK_REALTIME for stamps). */
+static inline uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* Saturating subtraction for monotonic counters that may reset. */

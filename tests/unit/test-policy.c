@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "policy.h"
+#include "unit-name.h"
 #include "util.h"
 
 static Policy *make(const char *name, const char *const *patterns) {

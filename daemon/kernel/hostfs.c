@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgparse.h"
 #include "fileio.h"
 #include "util.h"
 
@@ -62,4 +63,24 @@ int host_read(HostRoot *h, HostFile f, char *buf, size_t size, size_t *ret_len) 
         if (f >= _HOST_FILE_MAX)
                 return -EINVAL;
         return kept_read(h->proc_fd, host_file_names[f], &h->fds[f], buf, size, ret_len);
+}
+
+uint32_t host_read_dirty_ratio(const HostRoot *h) {
+        _cleanup_close_ int fd = -1;
+        char buf[32];
+        uint64_t v;
+
+        if (kept_read(h->proc_fd, "sys/vm/dirty_ratio", &fd, buf, sizeof(buf), NULL) >= 0 &&
+            cg_parse_u64(buf, strlen(buf), &v) >= 0 && v > 0 && v <= 100)
+                return (uint32_t) v;
+        return 20;
+}
+
+char *host_read_own_cgroup(const HostRoot *h) {
+        _cleanup_close_ int fd = -1;
+        char buf[512], *p;
+
+        if (kept_read(h->proc_fd, "self/cgroup", &fd, buf, sizeof(buf), NULL) < 0 || !(p = strstr(buf, "0::")))
+                return NULL;
+        return strndup(p + 3, strcspn(p + 3, "\n"));
 }

@@ -11,17 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "device-rate.h"
 #include "sampler.h"
 
 typedef struct StallDelta {
         uint64_t some_usec, full_usec;  /* stalled during the interval */
         uint32_t some_ppm, full_ppm;    /* ... as parts per million of it */
 } StallDelta;
-
-typedef struct DeviceRate {
-        uint32_t major, minor;
-        uint64_t rbytes_per_sec, wbytes_per_sec;
-} DeviceRate;
 
 typedef struct CgroupSignals {
         bool valid;                     /* two samples, so rates exist */
@@ -41,6 +37,8 @@ typedef struct CgroupSignals {
 
 /* file_dirty + file_writeback: what a dirty budget counts. */
 uint64_t sample_dirty_bytes(const CgroupSample *s);
+/* The file cache that is neither dirty nor under writeback. */
+uint64_t sample_clean_file_bytes(const CgroupSample *s);
 /* Clean file cache plus reclaimable slab: what reclaim could free cheaply. */
 uint64_t sample_reclaimable_bytes(const CgroupSample *s);
 

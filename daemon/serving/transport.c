@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "bus.h"
+#include "transport.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,9 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus-changes.h"
-#include "bus-manager.h"
-#include "policy-writer.h"
 #include "util.h"
 
 /* The kernel doubles it; replies beyond it wait in sd-bus's queue (bounded). */
@@ -21,12 +18,7 @@
 /* How often a paused connection looks again at its reply queue. */
 #define BUS_QUEUE_POLL_USEC (50 * USEC_PER_MSEC)
 
-static uint64_t now_usec(const BusServer *s) {
-        uint64_t t = 0;
-
-        (void) sd_event_now(s->manager->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
+static void accept_resume(Transport *s);
 
 /* ---- connections ---- */
 
@@ -46,7 +38,7 @@ static BusConnection *connection_free(BusConnection *c) {
 }
 
 static int on_reap(sd_event_source *src, void *userdata) {
-        BusServer *s = userdata;
+        Transport *s = userdata;
         size_t j = 0;
 
         for (size_t i = 0; i < s->n_connections; i++) {
@@ -56,13 +48,16 @@ static int on_reap(sd_event_source *src, void *userdata) {
                         s->connections[j++] = s->connections[i];
         }
         s->n_connections = j;
+        /* A connection that ended freed its fds: accepting may go on if it was paused. */
+        if (sd_event_source_get_enabled(s->accept_retry_source, NULL) > 0)
+                accept_resume(s);
         return 0;
 }
 
 static void connection_log_limit(BusConnection *c, const char *why) {
         unsigned suppressed = 0;
 
-        if (!ratelimit_below(&c->server->refused_log, now_usec(c->server), &suppressed))
+        if (!ratelimit_below(&c->transport->refused_log, now_usec(CLOCK_MONOTONIC), &suppressed))
                 return;
         log_warning("Control connection %s dropped: %s%s", c->description, why,
                     suppressed ? " (similar messages were suppressed)" : "");
@@ -77,7 +72,7 @@ void bus_connection_kill(BusConnection *c, const char *why) {
         (void) sd_event_source_set_enabled(c->client_source, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(c->relay_source, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_enabled(c->server->reap_source, SD_EVENT_ONESHOT);
+        (void) sd_event_source_set_enabled(c->transport->reap_source, SD_EVENT_ONESHOT);
 }
 
 typedef enum Wait { WAIT_CLIENT, WAIT_RELAY, WAIT_TIMER } Wait;
@@ -86,7 +81,7 @@ static void connection_wait(BusConnection *c, Wait w, uint64_t usec) {
         (void) sd_event_source_set_enabled(c->client_source, w == WAIT_CLIENT ? SD_EVENT_ON : SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(c->relay_source, w == WAIT_RELAY ? SD_EVENT_ON : SD_EVENT_OFF);
         if (w == WAIT_TIMER) {
-                (void) sd_event_source_set_time(c->resume_source, now_usec(c->server) + MAX(usec, (uint64_t) 1000));
+                (void) sd_event_source_set_time(c->resume_source, now_usec(CLOCK_MONOTONIC) + MAX(usec, (uint64_t) 1000));
                 (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_ONESHOT);
         } else
                 (void) sd_event_source_set_enabled(c->resume_source, SD_EVENT_OFF);
@@ -105,7 +100,7 @@ static const char *stream_error(int r) {
 
 /* Checks what was read and passes what may go on. Returns true to go on, false if it stopped. */
 static bool connection_check(BusConnection *c) {
-        uint64_t avail = token_bucket_available(&c->bucket, now_usec(c->server)), budget = avail;
+        uint64_t avail = token_bucket_available(&c->bucket, now_usec(CLOCK_MONOTONIC)), budget = avail;
         size_t n = 0;
         int r;
 
@@ -260,18 +255,18 @@ static int connection_setup_bus(BusConnection *c, int relay_peer) {
                                      "interface='org.freedesktop.DBus.Local',member='Disconnected'",
                                      on_disconnected, c);
         if (r >= 0)
-                r = bus_manager_attach(c);
+                r = c->transport->attach(c, c->transport->userdata);
         if (r >= 0)
                 r = sd_bus_start(c->bus);
         if (r >= 0)
-                r = sd_bus_attach_event(c->bus, c->server->manager->event, SD_EVENT_PRIORITY_NORMAL);
+                r = sd_bus_attach_event(c->bus, c->transport->event, SD_EVENT_PRIORITY_NORMAL);
         /* sd-bus raised the client's send buffer to 8M; a stuck client should not hold that much. */
         if (r >= 0)
                 (void) setsockopt(out, SOL_SOCKET, SO_SNDBUF, &(int) { BUS_CLIENT_SNDBUF }, sizeof(int));
         return r;
 }
 
-static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection **ret) {
+static int connection_new(Transport *s, int fd, PeerCreds *creds, BusConnection **ret) {
         BusConnection *c = calloc(1, sizeof(BusConnection));
         int pair[2], r;
 
@@ -279,7 +274,7 @@ static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection 
                 close(fd);
                 return -ENOMEM;
         }
-        c->server = s;
+        c->transport = s;
         c->id = ++s->next_id;
         c->client_fd = fd;
         c->relay_fd = -1;
@@ -288,7 +283,7 @@ static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection 
         snprintf(c->description, sizeof(c->description), "#%llu (pid %d, uid %u)",
                  (unsigned long long) c->id, (int) c->creds.pid, (unsigned) c->creds.uid);
         bus_stream_init(&c->stream, BUS_MESSAGE_MAX);
-        token_bucket_init(&c->bucket, BUS_RATE_PER_SEC, BUS_RATE_BURST, now_usec(s));
+        token_bucket_init(&c->bucket, BUS_RATE_PER_SEC, BUS_RATE_BURST, now_usec(CLOCK_MONOTONIC));
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0) {
                 r = negative_errno();
                 connection_free(c);
@@ -297,11 +292,11 @@ static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection 
         c->relay_fd = pair[0];
         r = connection_setup_bus(c, pair[1]);
         if (r >= 0)
-                r = sd_event_add_io(s->manager->event, &c->client_source, fd, EPOLLIN, on_client, c);
+                r = sd_event_add_io(s->event, &c->client_source, fd, EPOLLIN, on_client, c);
         if (r >= 0)
-                r = sd_event_add_io(s->manager->event, &c->relay_source, c->relay_fd, EPOLLOUT, on_relay, c);
+                r = sd_event_add_io(s->event, &c->relay_source, c->relay_fd, EPOLLOUT, on_relay, c);
         if (r >= 0)
-                r = sd_event_add_time(s->manager->event, &c->resume_source, CLOCK_MONOTONIC, 0, 0, on_resume, c);
+                r = sd_event_add_time(s->event, &c->resume_source, CLOCK_MONOTONIC, 0, 0, on_resume, c);
         if (r < 0) {
                 connection_free(c);
                 return r;
@@ -316,7 +311,7 @@ static int connection_new(BusServer *s, int fd, PeerCreds *creds, BusConnection 
 
 /* ---- the listening socket ---- */
 
-static size_t connections_of_uid(const BusServer *s, uid_t uid) {
+static size_t connections_of_uid(const Transport *s, uid_t uid) {
         size_t n = 0;
 
         for (size_t i = 0; i < s->n_connections; i++)
@@ -324,7 +319,7 @@ static size_t connections_of_uid(const BusServer *s, uid_t uid) {
         return n;
 }
 
-size_t bus_server_connections(const BusServer *s) {
+size_t transport_connections(const Transport *s) {
         size_t n = 0;
 
         for (size_t i = 0; i < s->n_connections; i++)
@@ -332,10 +327,10 @@ size_t bus_server_connections(const BusServer *s) {
         return n;
 }
 
-static void refuse(BusServer *s, const PeerCreds *creds, BusAdmission a) {
+static void refuse(Transport *s, const PeerCreds *creds, BusAdmission a) {
         unsigned suppressed = 0;
 
-        if (!ratelimit_below(&s->refused_log, now_usec(s), &suppressed))
+        if (!ratelimit_below(&s->refused_log, now_usec(CLOCK_MONOTONIC), &suppressed))
                 return;
         log_warning("Control connection from pid %d (uid %u) refused: too many connections%s (%d)%s",
                     (int) creds->pid, (unsigned) creds->uid, a == BUS_REFUSE_FULL ? "" : " of this user",
@@ -343,7 +338,7 @@ static void refuse(BusServer *s, const PeerCreds *creds, BusAdmission a) {
                     suppressed ? " (similar messages were suppressed)" : "");
 }
 
-static void accept_one(BusServer *s, int fd) {
+static void accept_one(Transport *s, int fd) {
         PeerCreds creds = {};
         BusConnection *c, **n;
         BusAdmission a;
@@ -355,7 +350,7 @@ static void accept_one(BusServer *s, int fd) {
                 close(fd);
                 return;
         }
-        a = bus_admission(bus_server_connections(s), connections_of_uid(s, creds.uid), creds.uid);
+        a = bus_admission(transport_connections(s), connections_of_uid(s, creds.uid), creds.uid);
         if (a != BUS_ADMIT) {
                 refuse(s, &creds, a);
                 peer_creds_clear(&creds);
@@ -379,11 +374,39 @@ static void accept_one(BusServer *s, int fd) {
         log_debug("Control connection %s opened", c->description);
 }
 
+/* Out of fds: accepting stops (the pending connection would wake the loop again at once) until a
+ * connection ends or a moment has passed. */
+static void accept_pause(Transport *s, int error) {
+        unsigned suppressed = 0;
+
+        if (ratelimit_below(&s->refused_log, now_usec(CLOCK_MONOTONIC), &suppressed))
+                log_warning_errno(error, "Cannot accept control connections: %m; paused for %llums%s",
+                                  (unsigned long long) (BUS_ACCEPT_RETRY_USEC / USEC_PER_MSEC),
+                                  suppressed ? " (similar messages were suppressed)" : "");
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_time(s->accept_retry_source, now_usec(CLOCK_MONOTONIC) + BUS_ACCEPT_RETRY_USEC);
+        (void) sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_ONESHOT);
+}
+
+static void accept_resume(Transport *s) {
+        (void) sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+}
+
+static int on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        accept_resume(userdata);
+        return 0;
+}
+
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         /* A bounded batch per wakeup, so that a flood of connects cannot hold the loop. */
         for (int i = 0; i < 16; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+                if (cfd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+                        accept_pause(userdata, errno);
+                        return 0;
+                }
                 if (cfd < 0) {
                         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_debug_errno(errno, "accept() on the control socket failed: %m");
@@ -449,87 +472,87 @@ static int listen_on(const char *path, int *ret) {
         return 0;
 }
 
-/* ---- events as signals ---- */
+/* ---- broadcasts ---- */
 
-static void on_event(Manager *m, const Event *e, void *userdata) {
-        BusServer *s = userdata;
-
-        bus_changes_on_event(s, e);
+void transport_broadcast(Transport *s, TransportSend send, const void *data) {
         for (size_t i = 0; i < s->n_connections; i++) {
                 BusConnection *c = s->connections[i];
                 uint64_t queued = 0;
-                int r;
 
                 if (!c->subscribed || c->dead)
                         continue;
                 if (sd_bus_get_n_queued_write(c->bus, &queued) >= 0 && queued > BUS_QUEUED_MAX) {
-                        connection_log_limit(c, "it does not read the events it subscribed to");
-                        bus_connection_kill(c, "event queue full");
+                        connection_log_limit(c, "it does not read the signals it subscribed to");
+                        bus_connection_kill(c, "signal queue full");
                         continue;
                 }
-                r = sd_bus_emit_signal(c->bus, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", "ttissss", e->seq,
-                                       e->realtime_usec, (int32_t) e->level, e->action, e->cgroup, e->unit,
-                                       e->message);
-                if (r < 0)
-                        bus_connection_kill(c, "cannot send an event");
+                if (send(c->bus, data) < 0)
+                        bus_connection_kill(c, "cannot send a signal");
         }
 }
 
-int bus_server_new(Manager *m, const char *path, BusServer **ret) {
-        _cleanup_(bus_server_freep) BusServer *s = calloc(1, sizeof(BusServer));
-        struct timespec ts;
+static void transport_freep(Transport **s) {
+        transport_free(*s);
+}
+
+static int add_sources(Transport *s) {
+        int r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
+
+        if (r >= 0)
+                r = sd_event_add_defer(s->event, &s->reap_source, on_reap, s);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_add_time(s->event, &s->accept_retry_source, CLOCK_MONOTONIC, 0, 0, on_accept_retry, s);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->listen_source, "control-listen");
+        (void) sd_event_source_set_description(s->reap_source, "control-reap");
+        (void) sd_event_source_set_description(s->accept_retry_source, "control-accept-retry");
+        return 0;
+}
+
+int transport_new(sd_event *event, const char *path, TransportAttach attach, void *userdata, Transport **ret) {
+        _cleanup_(transport_freep) Transport *s = calloc(1, sizeof(Transport));
         int r;
 
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
+        s->event = event;
+        s->attach = attach;
+        s->userdata = userdata;
         s->listen_fd = -1;
         s->refused_log = (RateLimit) RATELIMIT_INIT(10 * USEC_PER_SEC, 5);
-        (void) clock_gettime(CLOCK_REALTIME, &ts);
-        s->started_realtime_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
         s->path = strdup(path);
         if (!s->path)
                 return -ENOMEM;
         r = listen_on(path, &s->listen_fd);
         if (r < 0)
                 return r;
-        r = sd_event_add_io(m->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
-        if (r >= 0)
-                r = sd_event_add_defer(m->event, &s->reap_source, on_reap, s);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
-        if (r >= 0)
-                r = bus_changes_init(s);
+        r = add_sources(s);
         if (r < 0)
                 return log_error_errno(r, "Cannot serve the control socket: %m");
-        (void) sd_event_source_set_description(s->listen_source, "control-listen");
-        (void) sd_event_source_set_description(s->reap_source, "control-reap");
-        m->event_hook = on_event;
-        m->event_hook_userdata = s;
-        log_debug("Control API on %s", path);
+        log_debug("Control socket on %s", path);
         *ret = TAKE_PTR(s);
         return 0;
 }
 
-BusServer *bus_server_free(BusServer *s) {
+Transport *transport_free(Transport *s) {
         if (!s)
                 return NULL;
-        if (s->manager && s->manager->event_hook_userdata == s) {
-                s->manager->event_hook = NULL;
-                s->manager->event_hook_userdata = NULL;
-        }
-        bus_changes_deinit(s);
         for (size_t i = 0; i < s->n_connections; i++)
                 connection_free(s->connections[i]);
         free(s->connections);
         sd_event_source_disable_unref(s->listen_source);
         sd_event_source_disable_unref(s->reap_source);
+        sd_event_source_disable_unref(s->accept_retry_source);
         if (s->listen_fd >= 0) {
                 close(s->listen_fd);
                 (void) unlink(s->path);
         }
         free(s->path);
-        free(s->admin_group);
         free(s);
         return NULL;
 }

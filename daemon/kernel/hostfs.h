@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum HostFile {
         HOST_PRESSURE_MEMORY,
@@ -36,3 +37,9 @@ static inline void host_root_freep(HostRoot **h) {
 }
 
 int host_read(HostRoot *h, HostFile f, char *buf, size_t size, size_t *ret_len);
+
+/* vm.dirty_ratio in percent (what the kernel's per-cgroup dirty limit is a share of); 20 if unreadable. */
+uint32_t host_read_dirty_ratio(const HostRoot *h);
+
+/* The calling process's cgroup v2 path ("0::/path" in /proc/self/cgroup), newly allocated; NULL if unknown. */
+char *host_read_own_cgroup(const HostRoot *h);

@@ -1,23 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "signals.h"
+#include "derived.h"
 
 #include <string.h>
 
 #include "util.h"
 
 uint64_t sample_dirty_bytes(const CgroupSample *s) {
-        uint64_t d = sample_has_stat(s, STAT_FILE_DIRTY) ? s->stat[STAT_FILE_DIRTY] : 0;
-        uint64_t w = sample_has_stat(s, STAT_FILE_WRITEBACK) ? s->stat[STAT_FILE_WRITEBACK] : 0;
-        return d + w;
+        return sample_stat(s, STAT_FILE_DIRTY) + sample_stat(s, STAT_FILE_WRITEBACK);
+}
+
+uint64_t sample_clean_file_bytes(const CgroupSample *s) {
+        uint64_t file = sample_stat(s, STAT_FILE), dirty = sample_dirty_bytes(s);
+
+        /* Dirty and writeback pages are part of `file` but not cheaply reclaimable. */
+        return file > dirty ? file - dirty : 0;
 }
 
 uint64_t sample_reclaimable_bytes(const CgroupSample *s) {
-        uint64_t file = sample_has_stat(s, STAT_FILE) ? s->stat[STAT_FILE] : 0;
-        uint64_t slab = sample_has_stat(s, STAT_SLAB_RECLAIMABLE) ? s->stat[STAT_SLAB_RECLAIMABLE] : 0;
-        uint64_t dirty = sample_dirty_bytes(s);
-
-        /* Dirty and writeback pages are part of `file` but not cheaply reclaimable. */
-        return (file > dirty ? file - dirty : 0) + slab;
+        return sample_clean_file_bytes(s) + sample_stat(s, STAT_SLAB_RECLAIMABLE);
 }
 
 uint64_t rate_per_sec(uint64_t delta, uint64_t interval_usec) {

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "devstat.h"
-#include "signals.h"
+#include "derived.h"
 #include "util.h"
 
 #define PAGE 4096

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "event-log.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "util.h"
 
 void event_log_init(EventLog *l) {
         memset(l, 0, sizeof(*l));
         l->next_seq = 1;
+        l->failures = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 10);
 }
 
 static void copy(char *dst, size_t size, const char *src) {
@@ -35,4 +40,29 @@ const Event *event_log_get(const EventLog *l, uint64_t seq) {
         if (seq < event_log_first(l) || seq >= l->next_seq)
                 return NULL;
         return &l->ring[(seq - 1) % EVENT_LOG_SIZE];
+}
+
+void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) {
+        char message[EVENT_TEXT_MAX];
+        const Event *e;
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(message, sizeof(message), format, ap);
+        va_end(ap);
+        log_event(ev, "%s", message);
+        e = event_log_add(l, now_usec(CLOCK_REALTIME), ev->level, ev->action, ev->cgroup, ev->unit, message);
+        if (l->hook)
+                l->hook(e, l->hook_userdata);
+}
+
+void event_action_failed(EventLog *l, uint64_t now, int error, const char *path, const char *action) {
+        unsigned suppressed;
+
+        if (!ratelimit_below(&l->failures, now, &suppressed))
+                return;
+        if (suppressed)
+                log_warning("(%u more failed actions were not logged)", suppressed);
+        log_warning_errno(error, "%s: %s failed: %m%s", path ? path : "(gone)", action,
+                          error == -EACCES ? " (a subtree delegated to another user is left alone)" : "");
 }

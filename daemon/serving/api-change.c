@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "bus-changes.h"
-
+/*
+ * The control API's methods that change something: policies (written by the
+ * policy writer, answered when it is done), reload, and one-shot actions
+ * handed to the points (reclaim, writeback, with callers waiting for their
+ * events). Each checks the caller first; a refused caller changes nothing.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-manager.h"
+#include "api.h"
 #include "conf.h"
+#include "message-ids.h"
 #include "policy-store.h"
-#include "policy-writer.h"
 #include "util.h"
-
-#define MESSAGE_POLICY_CHANGED "8b1e2f0c4d7a4e6b9c3d5a7f1e0b2c4d"
 
 /* ---- policies ---- */
 
@@ -43,9 +45,25 @@ typedef struct PolicyRequest {
 } PolicyRequest;
 
 static void policy_request_free(PolicyRequest *q) {
+        if (!q)
+                return;
         sd_bus_message_unref(q->msg);
         free(q->summary);
         free(q);
+}
+
+static void policy_request_freep(PolicyRequest **q) {
+        policy_request_free(*q);
+}
+
+static void policy_change_freep(PolicyChange **c) {
+        policy_change_free(*c);
+}
+
+static void strv_free(char **v, size_t n) {
+        for (size_t i = 0; v && i < n; i++)
+                free(v[i]);
+        free(v);
 }
 
 static int read_strv(sd_bus_message *msg, char ***ret, size_t *ret_n, sd_bus_error *error) {
@@ -76,9 +94,7 @@ static int read_strv(sd_bus_message *msg, char ***ret, size_t *ret_n, sd_bus_err
         if (k >= 0)
                 k = sd_bus_message_exit_container(msg);
         if (k < 0) {
-                for (size_t i = 0; i < n; i++)
-                        free(v[i]);
-                free(v);
+                strv_free(v, n);
                 return k;
         }
         *ret = v;
@@ -101,16 +117,48 @@ static char *summarize(const char *verb, char *const *v, size_t n) {
         return s;
 }
 
+/* The change asked for: the policy's name and the keys set (or unset; none: remove the file). */
+static int policy_change_new(const char *root, const char *name, bool set, char **v, size_t n, PolicyChange **ret) {
+        _cleanup_(policy_change_freep) PolicyChange *ch = calloc(1, sizeof(PolicyChange));
+
+        if (!ch || !(ch->name = strdup(name)) || !(ch->root = strdup(root)))
+                return -ENOMEM;
+        if (set) {
+                ch->set = v;
+                ch->n_set = n;
+        } else {
+                ch->unset = v;
+                ch->n_unset = n;
+                ch->remove = n == 0;
+        }
+        *ret = TAKE_PTR(ch);
+        return 0;
+}
+
+static int policy_request_new(sd_bus_message *msg, const BusConnection *c, char *summary, PolicyRequest **ret) {
+        PolicyRequest *q = calloc(1, sizeof(PolicyRequest));
+
+        if (!q || !summary) {
+                free(q);
+                free(summary);
+                return -ENOMEM;
+        }
+        *q = (PolicyRequest) { .msg = sd_bus_message_ref(msg), .uid = c->creds.uid, .pid = c->creds.pid,
+                               .summary = summary };
+        *ret = q;
+        return 0;
+}
+
 /* SetPolicy and UnsetPolicy: checked here, written by the policy writer, answered when it is done. */
 static int policy_change(sd_bus_message *msg, BusConnection *c, bool set, sd_bus_error *error) {
-        PolicyChange *ch = NULL;
-        PolicyRequest *q = NULL;
+        _cleanup_(policy_change_freep) PolicyChange *ch = NULL;
+        _cleanup_(policy_request_freep) PolicyRequest *q = NULL;
         const char *name, *why;
         char **v = NULL;
         size_t n = 0;
         int k;
 
-        k = bus_manager_check_admin(c, set ? "setting a policy" : "unsetting a policy", error);
+        k = api_check_admin(c, set ? "setting a policy" : "unsetting a policy", error);
         if (k >= 0)
                 k = sd_bus_message_read(msg, "s", &name);
         if (k >= 0 && !policy_name_settable(name, &why))
@@ -119,58 +167,38 @@ static int policy_change(sd_bus_message *msg, BusConnection *c, bool set, sd_bus
                 k = read_strv(msg, &v, &n, error);
         if (k < 0)
                 return k;
-        ch = calloc(1, sizeof(PolicyChange));
-        q = calloc(1, sizeof(PolicyRequest));
-        if (!ch || !q || !(ch->name = strdup(name)) || !(ch->root = strdup(bus_manager_config_root(bus_manager_of(c)))) ||
-            !(q->summary = summarize(set ? "set" : n ? "unset" : "removed", v, n))) {
-                k = -ENOMEM;
-                goto fail;
-        }
-        if (set) {
-                ch->set = TAKE_PTR(v);
-                ch->n_set = n;
-        } else {
-                ch->unset = TAKE_PTR(v);
-                ch->n_unset = n;
-                ch->remove = n == 0;
-        }
-        q->msg = sd_bus_message_ref(msg);
-        q->uid = c->creds.uid;
-        q->pid = c->creds.pid;
-        k = policy_writer_submit(c->server->writer, TAKE_PTR(ch), q);
-        if (k == -EBUSY)
-                k = sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d policy changes are waiting already; try again",
-                                      POLICY_WRITER_QUEUE_MAX);
+        k = policy_request_new(msg, c, summarize(set ? "set" : n ? "unset" : "removed", v, n), &q);
+        if (k >= 0)
+                k = policy_change_new(api_config_root(api_of(c)), name, set, v, n, &ch);
         if (k < 0) {
-                policy_request_free(q);
+                strv_free(v, n);
                 return k;
         }
+        k = policy_writer_submit(api_of(c)->writer, TAKE_PTR(ch), q);
+        if (k == -EBUSY)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d policy changes are waiting already; try again",
+                                         POLICY_WRITER_QUEUE_MAX);
+        if (k < 0)
+                return k;
+        TAKE_PTR(q);
         return 1;
-fail:
-        for (size_t i = 0; v && i < n; i++)
-                free(v[i]);
-        free(v);
-        policy_change_free(ch);
-        if (q)
-                policy_request_free(q);
-        return k;
 }
 
-int bus_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return policy_change(msg, userdata, true, error);
 }
 
-int bus_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return policy_change(msg, userdata, false, error);
 }
 
-static void record_policy_change(Manager *m, const PolicyJob *j, const PolicyRequest *q) {
+static void record_policy_change(EventLog *events, const PolicyJob *j, const PolicyRequest *q) {
         char f_policy[POLICY_NAME_MAX + 16], f_uid[32];
         const char *fields[] = { f_policy, f_uid, NULL };
 
         snprintf(f_policy, sizeof(f_policy), "POLICY=%s", j->change->name);
         snprintf(f_uid, sizeof(f_uid), "CALLER_UID=%u", (unsigned) q->uid);
-        manager_event(m, &(LogEvent) {
+        event_record(events, &(LogEvent) {
                               .level = LOG_NOTICE,
                               .message_id = MESSAGE_POLICY_CHANGED,
                               .action = "policy-change",
@@ -182,13 +210,13 @@ static void record_policy_change(Manager *m, const PolicyJob *j, const PolicyReq
 }
 
 static void on_policy_done(PolicyJob *j, void *userdata) {
-        BusServer *s = userdata;
+        Api *s = userdata;
         PolicyRequest *q = j->userdata;
         const char *name = BUS_ERROR_FAILED;
 
         if (j->result >= 0) {
-                record_policy_change(s->manager, j, q);
-                if (manager_reload(s->manager) < 0)
+                record_policy_change(s->manager->events, j, q);
+                if (manager_reload(s->manager, NULL) < 0)
                         (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_FAILED,
                                                           "%s was written, but the reload refused the configuration "
                                                           "(see the journal); the running one stays in force",
@@ -213,8 +241,14 @@ static void on_policy_dropped(PolicyJob *j) {
         policy_request_free(q);
 }
 
-int bus_changes_init(BusServer *s) {
-        int r = policy_writer_new(s->manager->event, on_policy_done, s, &s->writer);
+static void waiter_free(BusWaiter *w) {
+        sd_bus_message_unref(w->msg);
+        free(w->action);
+        free(w->cgroup);
+}
+
+int api_changes_init(Api *s) {
+        int r = policy_writer_new(s->manager->event, on_policy_done, on_policy_dropped, s, &s->writer);
 
         if (r >= 0)
                 r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
@@ -226,49 +260,43 @@ int bus_changes_init(BusServer *s) {
         return r;
 }
 
-void bus_changes_deinit(BusServer *s) {
-        s->writer = policy_writer_free(s->writer, on_policy_dropped);
+void api_changes_done(Api *s) {
+        s->writer = policy_writer_free(s->writer);
         while (s->n_waiters > 0) {
-                BusWaiter *w = &s->waiters[0];
+                BusWaiter *w = &s->waiters[--s->n_waiters];
                 (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_FAILED, "the daemon is stopping");
-                sd_bus_message_unref(w->msg);
-                free(w->action);
-                free(w->cgroup);
-                s->waiters[0] = s->waiters[--s->n_waiters];
+                waiter_free(w);
         }
         s->wait_source = sd_event_source_disable_unref(s->wait_source);
 }
 
-int bus_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* The diagnostics of a refused configuration, in one text for the caller. */
+static void diag_text(const ConfDiag *diag, char *text, size_t size) {
+        size_t off = 0;
+
+        text[0] = '\0';
+        for (size_t i = 0; i < diag->n_messages && off < size; i++)
+                off += (size_t) snprintf(text + off, size - off, "%s%s", i ? "\n" : "", diag->messages[i]);
+}
+
+int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         BusConnection *c = userdata;
-        Manager *m = bus_manager_of(c);
-        _cleanup_(config_freep) Config *config = NULL;
         ConfDiag diag = {};
+        char text[4096];
         int k;
 
-        k = bus_manager_check_admin(c, "reloading the configuration", error);
+        k = api_check_admin(c, "reloading the configuration", error);
         if (k < 0)
                 return k;
-        /* Load once to report the errors to the caller; the reload itself logs them too. */
-        k = config_load(m->args.config_root, &config, &diag);
-        if (k < 0 && k != -ENOMEM) {
-                char text[4096];
-                size_t off = 0;
-
-                text[0] = '\0';
-                for (size_t i = 0; i < diag.n_messages && off < sizeof(text); i++)
-                        off += (size_t) snprintf(text + off, sizeof(text) - off, "%s%s", i ? "\n" : "",
-                                                 diag.messages[i]);
-                conf_diag_clear(&diag);
+        /* Parsed once: the errors the reload logs are the ones the caller gets. */
+        k = manager_reload(api_of(c)->manager, &diag);
+        diag_text(&diag, text, sizeof(text));
+        conf_diag_clear(&diag);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_CONFIGURATION,
                                          "%s\nThe configuration has errors; the running one stays in force", text);
-        }
-        conf_diag_clear(&diag);
-        if (k < 0)
-                return k;
-        if (manager_reload(m) < 0)
-                return sd_bus_error_setf(error, BUS_ERROR_INVALID_CONFIGURATION,
-                                         "The configuration was refused (see the journal)");
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -289,16 +317,18 @@ static int act_prepare(sd_bus_message *msg, BusConnection *c, const char *what, 
         const char *target;
         int k;
 
-        k = bus_manager_check_admin(c, what, error);
+        k = api_check_admin(c, what, error);
         if (k >= 0)
                 k = sd_bus_message_read(msg, "s", &target);
         if (k >= 0)
-                k = bus_manager_resolve(bus_manager_of(c), target, ret, error);
+                k = api_resolve(api_of(c)->manager, target, ret, error);
         return k;
 }
 
-int bus_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         BusConnection *c = userdata;
+        Manager *m = api_of(c)->manager;
+        PointContext ctx = manager_context(m);
         char reason[64];
         uint64_t bytes;
         int cache_only, k;
@@ -310,7 +340,7 @@ int bus_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (k < 0)
                 return k;
         snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
-        k = manager_reclaim(bus_manager_of(c), e, bytes ? bytes : UINT64_MAX, cache_only, reason);
+        k = alloc_runner_reclaim(&m->alloc_runner, &ctx, e, bytes ? bytes : UINT64_MAX, cache_only, reason);
         if (k < 0)
                 return act_error(error, k, "reclaim memory of", e->cg->path);
         return reply_text(msg, "Reclaim from %s queued (%s%s); its result comes as a "
@@ -318,13 +348,13 @@ int bus_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                                            cache_only ? ", cache only" : "");
 }
 
-static int waiter_add(BusServer *s, sd_bus_message *msg, const char *action, const char *cgroup) {
+static int waiter_add(Api *s, sd_bus_message *msg, const char *action, const char *cgroup) {
         BusWaiter *w;
         uint64_t now = 0;
 
         if (s->n_waiters >= BUS_WAITERS_MAX)
                 return -EBUSY;
-        (void) sd_event_now(s->manager->event, CLOCK_MONOTONIC, &now);
+        now = manager_now_usec(s->manager);
         w = &s->waiters[s->n_waiters];
         *w = (BusWaiter) { .action = strdup(action), .cgroup = strdup(cgroup), .deadline_usec = now + BUS_WAIT_USEC };
         if (!w->action || !w->cgroup) {
@@ -338,7 +368,7 @@ static int waiter_add(BusServer *s, sd_bus_message *msg, const char *action, con
 }
 
 /* Answers waiter i (an event's message, or NULL: its deadline passed) and drops it. */
-static void waiter_answer(BusServer *s, size_t i, const char *message) {
+static void waiter_answer(Api *s, size_t i, const char *message) {
         BusWaiter *w = &s->waiters[i];
 
         if (message)
@@ -347,22 +377,20 @@ static void waiter_answer(BusServer *s, size_t i, const char *message) {
                 (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_TIMEOUT, "No %s of %s finished within %llus; "
                                                   "it may still run (mdctl events shows when it does)", w->action,
                                                   w->cgroup, (unsigned long long) (BUS_WAIT_USEC / USEC_PER_SEC));
-        sd_bus_message_unref(w->msg);
-        free(w->action);
-        free(w->cgroup);
+        waiter_free(w);
         s->waiters[i] = s->waiters[--s->n_waiters];
         if (s->n_waiters == 0)
                 (void) sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
 }
 
-void bus_changes_on_event(BusServer *s, const Event *e) {
+void api_changes_on_event(Api *s, const Event *e) {
         for (size_t i = s->n_waiters; i > 0; i--)
                 if (streq(s->waiters[i - 1].action, e->action) && streq(s->waiters[i - 1].cgroup, e->cgroup))
                         waiter_answer(s, i - 1, e->message);
 }
 
 static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        BusServer *s = userdata;
+        Api *s = userdata;
 
         for (size_t i = s->n_waiters; i > 0; i--)
                 if (s->waiters[i - 1].deadline_usec <= usec)
@@ -372,8 +400,10 @@ static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int bus_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         BusConnection *c = userdata;
+        Manager *m = api_of(c)->manager;
+        PointContext ctx = manager_context(m);
         char reason[64];
         int wait, k;
         CgEntry *e;
@@ -383,16 +413,16 @@ int bus_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 k = sd_bus_message_read(msg, "b", &wait);
         if (k < 0)
                 return k;
-        if (wait && c->server->n_waiters >= BUS_WAITERS_MAX)
+        if (wait && api_of(c)->n_waiters >= BUS_WAITERS_MAX)
                 return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d callers wait already; try again later",
                                          BUS_WAITERS_MAX);
         snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
-        k = manager_writeback(bus_manager_of(c), e, reason);
+        k = write_runner_writeback(&ctx, e, reason);
         if (k < 0)
                 return act_error(error, k, "write back", e->cg->path);
         if (!wait)
                 return reply_text(msg, "Writeback of %s queued; its result comes as a "
                                                    "'writeback' event", e->cg->path);
-        k = waiter_add(c->server, msg, "writeback", e->cg->path);
+        k = waiter_add(api_of(c), msg, "writeback", e->cg->path);
         return k < 0 ? k : 1;
 }

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The actuator: everything about applying, recording, verifying, restoring
+ * and withdrawing throttles, and running the cgroup jobs of both points.
+ * A point asks for a throttle value and the actuator records it in the
+ * ledger before it writes it (no record, no write); every tick it checks
+ * that its values are still in place (someone else's value wins and is not
+ * fought over); at stop, and at start after a crash, it puts the originals
+ * back. Cgroups are named by id and looked up through a callback; results
+ * come back through callbacks, so using it needs no point's code.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "cgfs.h"
+#include "event-log.h"
+#include "ledger.h"
+#include "worker.h"
+
+typedef struct ActuatorOps {
+        /* The cgroup with this id while it exists (and its unit name, or NULL); NULL once gone. */
+        Cgroup *(*lookup)(uint64_t cgroup_id, const char **ret_unit, void *userdata);
+        /* A reclaim or writeback job finished (a writeback's event is recorded already). */
+        void (*job_done)(const Job *job, uint64_t cgroup_id, void *userdata);
+        /* A throttle left the ledger without its point asking (someone else's value, the cgroup
+         * gone): the point that set it forgets it. May be NULL. */
+        void (*throttle_dropped)(const ThrottleEntry *t, void *userdata);
+} ActuatorOps;
+
+typedef struct ActuatorArgs {
+        sd_event *event;
+        const char *ledger_file;        /* NULL: the ledger is kept in memory only */
+        const char *proc_root;          /* "/proc" outside tests */
+        uint64_t page_size;             /* the kernel keeps memory.high in pages */
+        EventLog *events;
+        const ActuatorOps *ops;
+        void *userdata;
+} ActuatorArgs;
+
+typedef struct Actuator Actuator;
+
+int actuator_new(const ActuatorArgs *args, Actuator **ret);
+Actuator *actuator_free(Actuator *a);
+static inline void actuator_freep(Actuator **a) {
+        if (*a)
+                actuator_free(*a);
+}
+
+/* What a point asks of one throttle. */
+typedef struct ThrottleRequest {
+        ThrottleKind kind;
+        uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
+        ThrottlePoint point;
+        uint64_t value;                 /* actuator_throttle_set() only; THROTTLE_NONE: "max" */
+        const char *reason;
+} ThrottleRequest;
+
+/*
+ * Point q->point asks for q->value: recorded, persisted, then written if the
+ * effective value changes (for memory.high the lowest request wins). The
+ * ledger could not be written: -EIO-like errors, and nothing is written.
+ * -ENODEV: the cgroup is gone; -ENOENT (io.max): the io controller is not
+ * enabled for it; -EBUSY: the worker's queue is full.
+ */
+int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
+
+/* Point q->point withdraws its request; the value falls back to the other point's or the original. */
+int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
+
+/* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */
+int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
+
+/* At start: reads the ledger a previous run left, restores what still holds its values. */
+int actuator_recover(Actuator *a);
+/* Every tick: our values still in place? A foreign value wins and becomes the original. */
+void actuator_verify(Actuator *a);
+/* At stop: every throttle back to its original (raising a limit does not block). */
+void actuator_restore_all(Actuator *a);
+
+/* The throttles held, as recorded. */
+const Ledger *actuator_ledger(const Actuator *a);
+/* Jobs submitted and not yet reported back. */
+size_t actuator_jobs_pending(const Actuator *a);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The one engine for blocking work: a thread that runs tasks one at a time
+ * off the event loop, a bounded queue in front of it, and each result handed
+ * back on the loop through an eventfd. A task may carry a time budget, after
+ * which its thread is interrupted with a signal (a blocked write returns
+ * EINTR; the kernel's reclaim loops stop on a pending signal). The worker
+ * (reclaim, writeback, throttle writes) and the policy writer each run one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+typedef struct Task Task;
+
+struct Task {
+        void (*run)(Task *t);                   /* in the thread */
+        void (*done)(Task *t, void *userdata);  /* on the loop, with the queue's userdata; frees the task */
+        void (*drop)(Task *t, void *userdata);  /* at stop, for a task whose result nobody takes; frees it */
+        uint64_t budget_usec;                   /* 0: none */
+        Task *next;                             /* the queue's */
+};
+
+typedef struct TaskQueue TaskQueue;
+
+/*
+ * A queue of at most `max` tasks (queued, running or waiting to be handed
+ * back) with its thread. At stop the running task is interrupted if
+ * `interrupt_at_stop` (otherwise waited for: a file half-written is worse
+ * than a stop a moment later), then every task not handed back is dropped.
+ */
+int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_stop, void *userdata,
+              TaskQueue **ret);
+TaskQueue *taskq_free(TaskQueue *q);
+
+/* Queues a task (the queue owns it on success). -EBUSY when full: the caller keeps it. */
+int taskq_submit(TaskQueue *q, Task *t);
+
+/* Tasks queued, running or waiting to be handed back. */
+size_t taskq_pending(TaskQueue *q);
+
+/* In a run function: whether the queue is stopping (a long task returns at its next step). */
+bool taskq_stopping(void);

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "manager.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "hostfs.h"
+#include "log.h"
+#include "message-ids.h"
+#include "util.h"
+
+void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
+        log_set_max_level(args->log_level >= 0 ? args->log_level : c->daemon.log_level);
+}
+
+uint64_t manager_now_usec(Manager *m) {
+        uint64_t t = 0;
+
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+PointContext manager_context(Manager *m) {
+        return (PointContext) { .observer = m->observer, .config = m->config, .actuator = m->actuator,
+                                .events = m->events };
+}
+
+static void manager_notify_status(Manager *m) {
+        _cleanup_free_ char *s = NULL;
+
+        if (asprintf(&s, "Watching %zu cgroups, %zu under a policy (%zu policies loaded), %zu PSI triggers",
+                     m->observer->cgroups.n, m->n_with_policy, m->config->n_policies,
+                     trigger_set_armed(&m->triggers)) < 0)
+                return;
+        if (streq_ptr(s, m->status))
+                return;
+        (void) sd_notifyf(false, "STATUS=%s", s);
+        free(m->status);
+        m->status = TAKE_PTR(s);
+}
+
+static void manager_attach_policy(Manager *m, CgEntry *e) {
+        const Policy *p = config_find_policy(m->config, e->cg->path, e->unit);
+        char policy_field[300];
+        const char *fields[] = { policy_field, NULL };
+
+        if (p == e->policy)
+                return;
+        e->policy = p;
+        if (!p)
+                return;
+        snprintf(policy_field, sizeof(policy_field), "POLICY=%s", p->name);
+        event_record(m->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_POLICY_ATTACHED,
+                                              .cgroup = e->cg->path, .unit = e->unit, .action = "attach-policy",
+                                              .fields = fields },
+                     "%s: under policy '%s' (mode %s)", e->cg->path, p->name, policy_mode_to_string(p->mode));
+}
+
+/* ---- PSI wake-ups ---- */
+
+static void pressure_event(Manager *m, const PsiTrigger *t, const CgEntry *e) {
+        const char *res = psi_resource_to_string(t->resource);
+        char f_res[32], f_lat[64], f_fired[64];
+        const char *fields[] = { f_res, f_lat, f_fired, NULL };
+
+        snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
+        snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
+        /* When epoll returned for this trigger (sd_event_now), for latency probes. */
+        snprintf(f_fired, sizeof(f_fired), "FIRED_MONOTONIC_USEC=%" PRIu64, t->last_fired_usec);
+        event_record(m->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_PRESSURE,
+                                              .cgroup = e ? e->cg->path : "/", .unit = e ? e->unit : NULL,
+                                              .action = "pressure", .fields = fields },
+                     "%s: %s stall over %" PRIu64 "us within %" PRIu64 "ms (trigger #%" PRIu64 ")",
+                     e ? e->cg->path : "host", res, t->threshold_usec, t->window_usec / USEC_PER_MSEC, t->fired);
+}
+
+static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = manager_now_usec(m), began = now_usec(CLOCK_MONOTONIC);
+        CgEntry *e = t->cgroup_id ? cgtable_find(&m->observer->cgroups, t->cgroup_id) : NULL;
+        PointContext ctx = manager_context(m);
+
+        if (dead) {
+                log_debug("%s: cgroup removed, its %s pressure trigger is closed", e ? e->cg->path : "(gone)",
+                          psi_resource_to_string(t->resource));
+                trigger_set_remove(&m->triggers, t);
+                return;
+        }
+        m->trigger_wakeups++;
+        /* Wake up at once: fresh figures for the cgroup (or host) that stalls,
+         * and the point decides now, not at the next tick. */
+        if (e)
+                (void) observer_sample_entry(m->observer, e, now);
+        if (t->resource == PSI_RESOURCE_IO && e && e->policy && e->policy->protect)
+                write_runner_run(&m->write_runner, &ctx, now);
+        else if (t->resource == PSI_RESOURCE_MEMORY)
+                alloc_runner_run(&m->alloc_runner, &ctx, now);
+        log_debug("%s: %s trigger #%" PRIu64 " woke the loop at %" PRIu64 "us, handler ran %" PRIu64 "..%" PRIu64
+                  "us (CLOCK_MONOTONIC)", e ? e->cg->path : "host", psi_resource_to_string(t->resource), t->fired,
+                  t->last_fired_usec, began, now_usec(CLOCK_MONOTONIC));
+        pressure_event(m, t, e);
+}
+
+/* ---- the actuator's callbacks ---- */
+
+static Cgroup *lookup_cgroup(uint64_t cgroup_id, const char **ret_unit, void *userdata) {
+        Manager *m = userdata;
+        CgEntry *e = cgtable_find(&m->observer->cgroups, cgroup_id);
+
+        if (!e || e->gone)
+                return NULL;
+        *ret_unit = e->unit;
+        return e->cg;
+}
+
+static void on_job_done(const Job *job, uint64_t cgroup_id, void *userdata) {
+        Manager *m = userdata;
+        PointContext ctx = manager_context(m);
+
+        write_runner_job_done(&m->write_runner, job, cgroup_id);
+        alloc_runner_job_done(&m->alloc_runner, &ctx, job, cgroup_id, manager_now_usec(m));
+}
+
+static void on_throttle_dropped(const ThrottleEntry *t, void *userdata) {
+        Manager *m = userdata;
+
+        write_runner_throttle_dropped(&m->write_runner, t);
+}
+
+static const ActuatorOps actuator_ops = {
+        .lookup = lookup_cgroup,
+        .job_done = on_job_done,
+        .throttle_dropped = on_throttle_dropped,
+};
+
+/* ---- ticks, rescans, reload ---- */
+
+int manager_rescan(Manager *m) {
+        size_t with_policy = 0;
+        int r;
+
+        r = observer_rescan(m->observer);
+        if (r < 0)
+                return r;
+        m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
+        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
+                CgEntry *e = &m->observer->cgroups.entries[i];
+                manager_attach_policy(m, e);
+                with_policy += e->policy != NULL;
+        }
+        m->n_with_policy = with_policy;
+        trigger_set_reconcile(&m->triggers, m->observer, m->config);
+        manager_notify_status(m);
+        return 0;
+}
+
+int manager_tick(Manager *m) {
+        uint64_t now = manager_now_usec(m);
+        PointContext ctx = manager_context(m);
+        int r = observer_sample(m->observer, now);
+
+        if (r < 0)
+                return r;
+        m->ticks++;
+        actuator_verify(m->actuator);
+        write_runner_run(&m->write_runner, &ctx, now);
+        alloc_runner_run(&m->alloc_runner, &ctx, now);
+        return 0;
+}
+
+static int rearm(sd_event_source *s, uint64_t usec, uint64_t interval) {
+        int r = sd_event_source_set_time(s, usec + interval);
+        if (r < 0)
+                return log_error_errno(r, "Cannot rearm a timer: %m");
+        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_tick(m) == -ENOMEM) {
+                log_error("Out of memory during a tick, stopping");
+                return sd_event_exit(m->event, 1);
+        }
+        return rearm(s, usec, m->config->daemon.interval_usec);
+}
+
+static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_rescan(m) == -ENOMEM) {
+                log_error("Out of memory during a rescan, stopping");
+                return sd_event_exit(m->event, 1);
+        }
+        return rearm(s, usec, m->config->daemon.rescan_interval_usec);
+}
+
+static void log_refused(const ConfDiag *diag, int r) {
+        for (size_t i = 0; i < diag->n_messages; i++)
+                log_error("%s", diag->messages[i]);
+        if (diag->n_dropped)
+                log_error("... and %zu more errors", diag->n_dropped);
+        log_error_errno(r, "New configuration refused (%zu errors); the running one stays in force",
+                        conf_diag_count(diag));
+}
+
+/* Puts a new, valid configuration in force. */
+static void swap_config(Manager *m, Config *c) {
+        if (!streq_ptr(c->daemon.cgroup_root, m->config->daemon.cgroup_root))
+                log_warning("CgroupRoot= changed; it takes effect at the next restart");
+        /* Policies point into the old configuration: detach before freeing it. */
+        for (size_t i = 0; i < m->observer->cgroups.n; i++)
+                m->observer->cgroups.entries[i].policy = NULL;
+        /* Triggers that failed are tried again with the new settings. */
+        trigger_set_forget_failed(&m->triggers);
+        config_free(m->config);
+        m->config = c;
+        manager_apply_log_level(&m->args, m->config);
+        log_info("Configuration reloaded: %zu files, %zu policies", m->config->n_files, m->config->n_policies);
+}
+
+int manager_reload(Manager *m, ConfDiag *ret_diag) {
+        _cleanup_(config_freep) Config *c = NULL;
+        ConfDiag diag = {};
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading configuration",
+                          manager_now_usec(m));
+        r = config_load(m->args.config_root, &c, &diag);
+        if (r < 0)
+                log_refused(&diag, r);
+        else
+                swap_config(m, TAKE_PTR(c));
+        if (ret_diag)
+                *ret_diag = diag;
+        else
+                conf_diag_clear(&diag);
+        free(m->status);
+        m->status = NULL;
+        (void) manager_rescan(m);
+        (void) sd_notify(false, "READY=1");
+        return r < 0 ? r : 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                (void) manager_reload(m, NULL);
+                return 0;
+        }
+        log_info("Received SIG%s, stopping", si->ssi_signo == SIGTERM ? "TERM" : "INT");
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping");
+        return sd_event_exit(m->event, 0);
+}
+
+static int add_timer(Manager *m, sd_event_source **s, uint64_t usec, sd_event_time_handler_t cb, const char *name) {
+        int r = sd_event_add_time_relative(m->event, s, CLOCK_MONOTONIC, usec, 0, cb, m);
+
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the %s timer: %m", name);
+        (void) sd_event_source_set_description(*s, name);
+        return 0;
+}
+
+static int add_sources(Manager *m) {
+        static const int signals[] = { SIGTERM, SIGINT, SIGHUP };
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
+                r = sd_event_add_signal(m->event, &m->signal_sources[i], signals[i] | SD_EVENT_SIGNAL_PROCMASK,
+                                        on_signal, m);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot watch signal %d: %m", signals[i]);
+        }
+        r = add_timer(m, &m->tick_source, m->config->daemon.interval_usec, on_tick, "tick");
+        if (r < 0)
+                return r;
+        r = add_timer(m, &m->rescan_source, m->config->daemon.rescan_interval_usec, on_rescan, "rescan");
+        if (r < 0)
+                return r;
+        /* Sends WATCHDOG=1 at half of WatchdogSec= when the service manager asks. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return log_error_errno(r, "Cannot enable the watchdog: %m");
+        return 0;
+}
+
+static int add_actuator(Manager *m) {
+        _cleanup_free_ char *ledger_file = NULL;
+
+        if (asprintf(&ledger_file, "%s/throttles", m->args.state_dir ?: "/run/mdreclaim") < 0)
+                return -ENOMEM;
+        return actuator_new(&(ActuatorArgs) { .event = m->event, .ledger_file = ledger_file,
+                                              .proc_root = m->args.proc_root, .page_size = m->observer->page_size,
+                                              .events = m->events, .ops = &actuator_ops, .userdata = m },
+                            &m->actuator);
+}
+
+int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret) {
+        _cleanup_(config_freep) Config *c = config;
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        m->args = *args;
+        m->config = TAKE_PTR(c);
+        write_runner_init(&m->write_runner);
+        m->events = malloc(sizeof(EventLog));
+        if (!m->events)
+                return -ENOMEM;
+        event_log_init(m->events);
+        r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
+        if (r < 0)
+                return r;
+        alloc_runner_init(&m->alloc_runner, host_read_own_cgroup(m->observer->host));
+        r = sd_event_new(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the event loop: %m");
+        trigger_set_init(&m->triggers, m->event, on_pressure, m);
+        r = add_actuator(m);
+        if (r < 0)
+                return r;
+        r = add_sources(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r;
+
+        r = manager_rescan(m);
+        if (r < 0)
+                return log_error_errno(r, "First scan of %s failed: %m", m->observer->root->path);
+        /* Throttles a previous run left behind are restored before anything is decided. */
+        (void) actuator_recover(m->actuator);
+        r = manager_tick(m);
+        if (r < 0)
+                return log_error_errno(r, "First sample of %s failed: %m", m->observer->root->path);
+        log_info("Watching %zu cgroups under %s, %zu policies, %zu PSI triggers, tick every %" PRIu64 "ms",
+                 m->observer->cgroups.n, m->observer->root->path, m->config->n_policies,
+                 trigger_set_armed(&m->triggers), m->config->daemon.interval_usec / USEC_PER_MSEC);
+        (void) sd_notify(false, "READY=1");
+        r = sd_event_loop(m->event);
+        actuator_restore_all(m->actuator);
+        return r;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        trigger_set_clear(&m->triggers);
+        actuator_free(m->actuator);
+        sd_event_source_disable_unref(m->tick_source);
+        sd_event_source_disable_unref(m->rescan_source);
+        for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
+                sd_event_source_disable_unref(m->signal_sources[i]);
+        sd_event_unref(m->event);
+        observer_free(m->observer);
+        alloc_runner_done(&m->alloc_runner);
+        config_free(m->config);
+        free(m->events);
+        free(m->status);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The running daemon: one sd-event loop carrying the POSIX signals, the tick
+ * that samples every cgroup and runs both points, the rescan that finds new
+ * and removed cgroups and attaches policies, the PSI triggers that wake the
+ * points at once, and the service manager notifications. It owns the
+ * configuration, swaps it whole on reload, and wires the observer, the
+ * runners and the actuator together; it decides and writes nothing itself.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "actuator.h"
+#include "conf.h"
+#include "event-log.h"
+#include "observer.h"
+#include "runner.h"
+#include "triggers.h"
+
+typedef struct ManagerArgs {
+        const char *config_root;        /* NULL: the real directories */
+        const char *cgroup_root;        /* NULL: from the config or discovery */
+        const char *proc_root;          /* "/proc" outside tests */
+        const char *sys_root;           /* "/sys" outside tests */
+        const char *state_dir;          /* the throttle ledger's directory; "/run/mdreclaim" */
+        int log_level;                  /* -1: from the config */
+} ManagerArgs;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *rescan_source;
+        sd_event_source *signal_sources[3];
+
+        ManagerArgs args;
+        Config *config;
+        Observer *observer;
+        TriggerSet triggers;
+        Actuator *actuator;
+        WriteRunner write_runner;
+        AllocRunner alloc_runner;
+        EventLog *events;
+
+        uint64_t ticks;
+        uint64_t trigger_wakeups;
+        size_t n_with_policy;
+        char *status;                   /* last STATUS= sent */
+} Manager;
+
+/* Takes ownership of `config`. */
+int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret);
+Manager *manager_free(Manager *m);
+static inline void manager_freep(Manager **m) {
+        if (*m)
+                manager_free(*m);
+}
+
+/* Runs until SIGTERM/SIGINT; returns 0 on a clean stop. */
+int manager_run(Manager *m);
+
+/*
+ * Reads the configuration again (once); a bad one is refused and the old
+ * kept. The diagnostics go to the journal, and to *ret_diag if given (the
+ * caller clears it).
+ */
+int manager_reload(Manager *m, ConfDiag *ret_diag);
+
+/* The rescan's work: find cgroups, attach policies, reconcile triggers. */
+int manager_rescan(Manager *m);
+
+/* The tick's work: sample everything, verify throttles, run both points. */
+int manager_tick(Manager *m);
+
+/* What the runners and the actuator get from the manager. */
+PointContext manager_context(Manager *m);
+
+/* The loop's CLOCK_MONOTONIC now, in µs. */
+uint64_t manager_now_usec(Manager *m);
+
+/* Applies the log level: --log-level wins over LogLevel=. */
+void manager_apply_log_level(const ManagerArgs *args, const Config *c);

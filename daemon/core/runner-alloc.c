@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The allocation point as the loop runs it: its inputs gathered from the
+ * observer, alloc_point_decide() called, reclaim handed to the actuator's
+ * worker in bounded steps with what was really freed measured, allocation
+ * throttles set through the actuator, and one structured event for each
+ * decision. One-shot reclaim from the control API comes through here too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "message-ids.h"
+#include "runner.h"
+#include "util.h"
+
+/* One memory.reclaim write asks for at most this much in a one-shot request. */
+#define RECLAIM_ONE_SHOT_STEP (UINT64_C(64) << 20)
+
+void alloc_runner_init(AllocRunner *r, char *own_cgroup) {
+        *r = (AllocRunner) { .own_cgroup = own_cgroup, .swappiness_arg = -1 };
+}
+
+void alloc_runner_done(AllocRunner *r) {
+        free(r->own_cgroup);
+        r->own_cgroup = NULL;
+}
+
+static bool exempt(const AllocRunner *r, const char *path) {
+        return streq(path, "/init.scope") || (r->own_cgroup && streq(path, r->own_cgroup));
+}
+
+static uint64_t protection_of(const CgEntry *e) {
+        uint64_t p = 0;
+
+        if (e->limits.have & (1u << LIMIT_MIN))
+                p = MAX(p, e->limits.limit[LIMIT_MIN]);
+        if (e->limits.have & (1u << LIMIT_LOW))
+                p = MAX(p, e->limits.limit[LIMIT_LOW]);
+        return p == UINT64_MAX ? 0 : p;
+}
+
+static size_t gather(const AllocRunner *r, const Observer *o, ApCgroup *out, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < o->cgroups.n && n < max; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                const CgroupSample *s = runner_governed_sample(e);
+                const CgroupSignals *g = &e->signals;
+
+                if (!s || !(s->have & SAMPLE_MEMORY_STAT) || !(s->have & SAMPLE_MEMORY_CURRENT))
+                        continue;
+                out[n++] = (ApCgroup) {
+                        .id = e->cg->id, .path = e->cg->path, .policy = e->policy,
+                        .exempt = exempt(r, e->cg->path), .valid = g->valid, .interval_usec = g->interval_usec,
+                        .stall_ppm = MAX(g->have_memory_stall ? g->memory_stall.some_ppm : 0,
+                                         g->have_io_stall ? g->io_stall.some_ppm : 0),
+                        .refault_rate = g->refault_rate, .growth_rate = g->memory_rate,
+                        .memory_current = s->memory_current, .reclaimable = sample_reclaimable_bytes(s),
+                        .file_clean = sample_clean_file_bytes(s),
+                        .slab_reclaimable = sample_stat(s, STAT_SLAB_RECLAIMABLE),
+                        .protection = protection_of(e),
+                };
+        }
+        return n;
+}
+
+typedef struct ReclaimFigures {
+        uint64_t asked, freed, duration_usec;
+} ReclaimFigures;
+
+static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char *action, bool observe,
+                          const char *extra, const ReclaimFigures *f, const char *reason) {
+        char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16];
+        const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs, NULL };
+
+        snprintf(f_asked, sizeof(f_asked), "BYTES_ASKED=%" PRIu64, f->asked);
+        snprintf(f_freed, sizeof(f_freed), "BYTES_FREED=%" PRIu64, f->freed);
+        snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, f->duration_usec);
+        snprintf(f_reason, sizeof(f_reason), "REASON=%s", reason);
+        snprintf(f_obs, sizeof(f_obs), "OBSERVE=%s", observe ? "yes" : "no");
+        event_record(ctx->events, &(LogEvent) { .level = observe ? LOG_INFO : LOG_NOTICE,
+                                                .message_id = MESSAGE_RECLAIM, .cgroup = e->cg->path,
+                                                .unit = e->unit, .action = action, .fields = fields },
+                     "%s: %s%s %" PRIu64 " bytes%s (%s)", e->cg->path, observe ? "would " : "", action,
+                     observe ? f->asked : f->freed, extra, reason);
+}
+
+/* Without a way to tell the kernel "cache only", a request is bounded by the clean cache. */
+static uint64_t bound_cache_only(AllocRunner *r, const CgroupSample *s, uint64_t bytes) {
+        if (!r->swap_note_logged)
+                log_notice("This kernel's memory.reclaim takes no swappiness= and swap is on: cache-only "
+                           "requests are bounded by the clean cache, but anonymous memory may be touched");
+        r->swap_note_logged = true;
+        return MIN(bytes, sample_reclaimable_bytes(s));
+}
+
+int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
+                         const char *reason) {
+        const CgroupSample *s = cg_entry_sample(e);
+        bool swap_on = system_meminfo(observer_system_sample(ctx->observer), MEMINFO_SWAP_TOTAL, 0) > 0;
+        Job job = { .kind = JOB_RECLAIM, .budget_usec = 10 * USEC_PER_SEC };
+
+        if (exempt(r, e->cg->path))
+                return -EPERM;
+        if (bytes == UINT64_MAX)
+                bytes = s ? sample_reclaimable_bytes(s) : 0;
+        if (cache_only && swap_on && r->swappiness_arg == 0 && s)
+                bytes = bound_cache_only(r, s, bytes);
+        if (bytes == 0)
+                return 0;
+        job.bytes = bytes;
+        job.step = MIN(e->policy ? e->policy->reclaim_step_max : RECLAIM_ONE_SHOT_STEP, RECLAIM_ONE_SHOT_STEP);
+        job.swappiness0 = cache_only && r->swappiness_arg != 0;
+        snprintf(job.data, sizeof(job.data), "%s", reason);
+        return actuator_run_job(ctx->actuator, e->cg->id, &job);
+}
+
+void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
+                           uint64_t now) {
+        CgEntry *e = cgtable_find(&ctx->observer->cgroups, cgroup_id);
+        uint64_t tick = ctx->config->daemon.interval_usec;
+        ReclaimFigures f = { .asked = job->bytes, .freed = u64_delta(job->before, job->after),
+                             .duration_usec = job->duration_usec };
+        char extra[96];
+
+        if (job->kind != JOB_RECLAIM)
+                return;
+        if (job->result == -EINVAL && job->swappiness0) {
+                /* Probed, not guessed from the version: this kernel has no swappiness= argument. */
+                log_info("memory.reclaim here takes a size only (swappiness= gives EINVAL)");
+                r->swappiness_arg = 0;
+                /* Asked again without it; the point's request stays in flight meanwhile. */
+                if (!e || alloc_runner_reclaim(r, ctx, e, job->bytes, true, job->data) < 0)
+                        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, now, tick);
+                return;
+        }
+        if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
+                r->swappiness_arg = 1;
+        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, now, tick);
+        if (!e)
+                return;
+        if (job->result < 0 && job->result != -EAGAIN && !job->interrupted) {
+                log_warning_errno(job->result, "%s: memory.reclaim failed: %m", e->cg->path);
+                return;
+        }
+        snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
+                 job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" : "");
+        reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
+}
+
+static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, uint64_t now) {
+        CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
+        ThrottleRequest q = { .kind = THROTTLE_MEMORY_HIGH, .point = POINT_ALLOCATION, .value = a->value,
+                              .reason = a->reason };
+
+        if (!e)
+                return -ENODEV;
+        if (a->observe) {
+                reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
+                              a->reason);
+                if (a->kind == AP_RECLAIM)
+                        alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, now,
+                                                 ctx->config->daemon.interval_usec);
+                return 0;
+        }
+        switch (a->kind) {
+        case AP_RECLAIM:
+                return alloc_runner_reclaim(r, ctx, e, a->value, true, a->reason);
+        case AP_SET_HIGH:
+                return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
+        case AP_LIFT_HIGH:
+                return actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+        }
+        return -EINVAL;
+}
+
+void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
+        static ApCgroup cgroups[AP_STATE_MAX];
+        static ApPlan plan;
+        const SystemSample *sys = observer_system_sample(ctx->observer);
+        const SystemSignals *g = &ctx->observer->system_signals;
+        const DaemonSettings *d = &ctx->config->daemon;
+        uint64_t total = system_meminfo(sys, MEMINFO_MEM_TOTAL, 0);
+        uint64_t avail = system_meminfo(sys, MEMINFO_MEM_AVAILABLE, UINT64_MAX);
+        ApSettings st = {
+                .global_threshold_ppm = d->system_pressure_threshold_ppm,
+                .host_stall_valid = g->valid && g->have_memory_stall,
+                .host_stall_ppm = g->memory_stall.some_ppm,
+                .mem_available = avail,
+                .mem_available_min = avail != UINT64_MAX ? total / 1000000 * d->mem_available_min_ppm : 0,
+                .tick_usec = d->interval_usec,
+                .throttle_hold_usec = d->throttle_hold_usec,
+        };
+        size_t n = gather(r, ctx->observer, cgroups, ELEMENTSOF(cgroups));
+
+        alloc_point_decide(cgroups, n, &st, now, &r->state, &plan);
+        for (size_t i = 0; i < plan.n; i++) {
+                const ApAction *a = &plan.actions[i];
+                int k = execute(r, ctx, a, now);
+
+                if (k >= 0)
+                        continue;
+                alloc_point_forget(&r->state, a);
+                if (k != -ENODEV && k != -EBUSY)
+                        event_action_failed(ctx->events, now, k, a->path, ap_action_to_string(a->kind));
+        }
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The write point as the loop runs it: its inputs gathered from the
+ * observer, write_point_decide() called, its plan handed to the actuator
+ * (caps and dirty budgets as throttles, writeback as jobs), and what it
+ * would do in observe mode recorded as events.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "message-ids.h"
+#include "runner.h"
+#include "util.h"
+
+void write_runner_init(WriteRunner *w) {
+        *w = (WriteRunner) { .dirty_ratio_pct = 20 };
+}
+
+/* The memory a cgroup's dirty budget is a share of: memory.max, else memory.high, else the host's. */
+static uint64_t memory_limit(const CgEntry *e, uint64_t host_mem) {
+        if ((e->limits.have & (1u << LIMIT_MAX)) && e->limits.limit[LIMIT_MAX] != UINT64_MAX)
+                return e->limits.limit[LIMIT_MAX];
+        if ((e->limits.have & (1u << LIMIT_HIGH)) && e->limits.limit[LIMIT_HIGH] != UINT64_MAX)
+                return e->limits.limit[LIMIT_HIGH];
+        return host_mem;
+}
+
+static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
+        const Observer *o = ctx->observer;
+        uint64_t host_mem = system_meminfo(observer_system_sample(o), MEMINFO_MEM_TOTAL, 0);
+        size_t n = 0;
+
+        for (size_t i = 0; i < o->cgroups.n && n < max; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                const CgroupSample *s = runner_governed_sample(e);
+                const Policy *p = e->policy;
+
+                if (!s)
+                        continue;
+                out[n++] = (WpCgroup) {
+                        .id = e->cg->id, .path = e->cg->path, .policy = p, .protect = p->protect,
+                        .io_limit_ppm = p->io_pressure_limit_ppm ?: ctx->config->daemon.io_pressure_limit_ppm,
+                        .have_io_stall = e->signals.valid && e->signals.have_io_stall,
+                        .io_stall_ppm = e->signals.io_stall.some_ppm,
+                        .have_memory = (s->have & SAMPLE_MEMORY_CURRENT) && (s->have & SAMPLE_MEMORY_STAT),
+                        .memory_current = s->memory_current,
+                        .file = sample_stat(s, STAT_FILE),
+                        .dirty = sample_dirty_bytes(s),
+                        .memory_limit = memory_limit(e, host_mem),
+                        .devices = e->signals.devices, .n_devices = e->signals.valid ? e->signals.n_devices : 0,
+                };
+        }
+        return n;
+}
+
+static void observe_event(const PointContext *ctx, const WpAction *a, const CgEntry *e) {
+        char f_reason[200];
+        const char *fields[] = { f_reason, "OBSERVE=yes", NULL };
+
+        snprintf(f_reason, sizeof(f_reason), "REASON=%s", a->reason);
+        event_record(ctx->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
+                                                .cgroup = a->path, .unit = e ? e->unit : NULL,
+                                                .action = wp_action_to_string(a->kind), .fields = fields },
+                     "%s: would %s (value %" PRIu64 ", device %" PRIu32 ":%" PRIu32 "): %s", a->path,
+                     wp_action_to_string(a->kind), a->value, a->major, a->minor, a->reason);
+}
+
+static ThrottleRequest request_of(const WpAction *a) {
+        bool cap = a->kind == WP_SET_CAP || a->kind == WP_LIFT_CAP;
+
+        return (ThrottleRequest) { .kind = cap ? THROTTLE_IO_WBPS : THROTTLE_MEMORY_HIGH,
+                                   .major = cap ? a->major : 0, .minor = cap ? a->minor : 0,
+                                   .point = POINT_WRITE, .value = a->value, .reason = a->reason };
+}
+
+static int execute(const PointContext *ctx, const WpAction *a) {
+        CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
+        ThrottleRequest q = request_of(a);
+
+        if (a->observe) {
+                observe_event(ctx, a, e);
+                return 0;
+        }
+        switch (a->kind) {
+        case WP_SET_CAP:
+        case WP_SET_BUDGET:
+                return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
+        case WP_LIFT_CAP:
+        case WP_LIFT_BUDGET:
+                return actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+        case WP_WRITEBACK:
+                return e ? write_runner_writeback(ctx, e, a->reason) : -ENODEV;
+        }
+        return -EINVAL;
+}
+
+static void io_missing(WriteRunner *w, const CgEntry *e) {
+        if (w->io_missing_logged)
+                return;
+        w->io_missing_logged = true;
+        log_warning("%s has no io.max: the io controller is not enabled for it. Enable it in its parent's "
+                    "cgroup.subtree_control (systemd: IOAccounting=yes on the unit or a slice above it); "
+                    "write caps are skipped, everything else goes on", e->cg->path);
+}
+
+static void failed(WriteRunner *w, const PointContext *ctx, const WpAction *a, int r, uint64_t now) {
+        const CgEntry *e;
+
+        write_point_forget(&w->state, a);
+        if (r == -ENOENT && a->kind == WP_SET_CAP) {
+                if ((e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id)))
+                        io_missing(w, e);
+        } else if (r != -ENODEV && r != -EBUSY)
+                event_action_failed(ctx->events, now, r, a->path, wp_action_to_string(a->kind));
+}
+
+void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
+        static WpCgroup cgroups[WP_CGROUPS_MAX];
+        static WpPlan plan;
+        const Observer *o = ctx->observer;
+        const DaemonSettings *d = &ctx->config->daemon;
+        WpDevice devices[DEVSTAT_MAX];
+        WpSettings st = {
+                .hold_usec = d->cap_hold_usec,
+                .write_rate_min_ppm = d->write_rate_min_ppm,
+                .dirty_ratio_pct = w->dirty_ratio_pct,
+                .global_guard_ppm = d->global_dirty_guard_ppm,
+                .host_dirty = o->system_signals.dirty_bytes,
+                .host_dirty_threshold = o->system_signals.dirty_threshold_bytes,
+        };
+        size_t n = gather(ctx, cgroups, ELEMENTSOF(cgroups)), nd = 0;
+
+        for (size_t i = 0; i < o->devices.n; i++) {
+                const DevStat *dv = &o->devices.dev[i];
+                devices[nd++] = (WpDevice) { dv->major, dv->minor, dv->write_rate, dv->capacity };
+        }
+        write_point_decide(cgroups, n, devices, nd, &st, now, &w->state, &plan);
+        if (plan.truncated)
+                log_warning("The write point's plan was cut at %d actions", WP_ACTIONS_MAX);
+        for (size_t i = 0; i < plan.n; i++) {
+                int r = execute(ctx, &plan.actions[i]);
+
+                if (r < 0)
+                        failed(w, ctx, &plan.actions[i], r, now);
+        }
+}
+
+int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason) {
+        Job job = { .kind = JOB_WRITEBACK, .budget_usec = 10 * USEC_PER_SEC };
+        int r = actuator_run_job(ctx->actuator, e->cg->id, &job);
+
+        if (r >= 0)
+                log_debug("%s: writeback queued (%s)", e->cg->path, reason);
+        return r;
+}
+
+void write_runner_job_done(WriteRunner *w, const Job *job, uint64_t cgroup_id) {
+        if (job->kind == JOB_WRITEBACK)
+                write_point_writeback_done(&w->state, cgroup_id);
+}
+
+void write_runner_throttle_dropped(WriteRunner *w, const ThrottleEntry *t) {
+        WpAction a = { .cgroup_id = t->cgroup_id, .major = t->major, .minor = t->minor, .previous = UINT64_MAX };
+
+        a.kind = t->kind == THROTTLE_IO_WBPS ? WP_SET_CAP : WP_SET_BUDGET;
+        write_point_forget(&w->state, &a);
+}

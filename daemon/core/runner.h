@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The two points as the loop runs them. A runner gathers a point's inputs
+ * from the observer, calls the pure decision (deciding/), and hands the plan
+ * to the actuator; it receives only what it needs (the context below and the
+ * time), never the loop itself.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actuator.h"
+#include "alloc-point.h"
+#include "conf.h"
+#include "event-log.h"
+#include "observer.h"
+#include "write-point.h"
+
+typedef struct PointContext {
+        Observer *observer;
+        const Config *config;
+        Actuator *actuator;
+        EventLog *events;
+} PointContext;
+
+/* The newest sample of a cgroup a point governs (a policy not off, still there, sampled); NULL otherwise. */
+const CgroupSample *runner_governed_sample(const CgEntry *e);
+
+/* ---- the write point (runner-write.c) ---- */
+
+typedef struct WriteRunner {
+        WritePointState state;
+        uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, read at rescans */
+        bool io_missing_logged;
+} WriteRunner;
+
+void write_runner_init(WriteRunner *w);
+void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now);
+/* An operator's writeback request (or the write point's). */
+int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason);
+void write_runner_job_done(WriteRunner *w, const Job *job, uint64_t cgroup_id);
+/* A throttle the write point may have set left the ledger: forget it. */
+void write_runner_throttle_dropped(WriteRunner *w, const ThrottleEntry *t);
+
+/* ---- the allocation point (runner-alloc.c) ---- */
+
+typedef struct AllocRunner {
+        AllocPointState state;
+        char *own_cgroup;               /* the daemon's cgroup, never reclaimed */
+        int swappiness_arg;             /* memory.reclaim takes "swappiness=": -1 unknown, 0 no, 1 yes */
+        bool swap_note_logged;
+} AllocRunner;
+
+void alloc_runner_init(AllocRunner *r, char *own_cgroup);
+void alloc_runner_done(AllocRunner *r);
+void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now);
+/* Reclaims `bytes` (UINT64_MAX: all reclaimable) of the cgroup, cache only if asked. -EPERM: exempt. */
+int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
+                         const char *reason);
+void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
+                           uint64_t now);

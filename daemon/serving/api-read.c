@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The control API's read methods: status, cgroups, policies, recent events.
+ * Everyone who can reach the socket may call them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "build-config.h"
+#include "bus-reply.h"
+#include "policy-format.h"
+#include "util.h"
+
+static int append_policy_keys(sd_bus_message *r) {
+        const char *keys[64];
+        size_t n = 0;
+
+        while (n < ELEMENTSOF(keys) && (keys[n] = config_policy_key(n)))
+                n++;
+        return bus_dict_strv(r, "policy_keys", keys, n);
+}
+
+static int status_counts(sd_bus_message *r, BusConnection *c) {
+        Manager *m = api_of(c)->manager;
+        int k = 0;
+
+        if (k >= 0)
+                k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
+        if (k >= 0)
+                k = bus_dict_u64(r, "cgroups_with_policy", m->n_with_policy);
+        if (k >= 0)
+                k = bus_dict_u64(r, "policies", m->config->n_policies);
+        if (k >= 0)
+                k = bus_dict_u64(r, "psi_triggers", trigger_set_armed(&m->triggers));
+        if (k >= 0)
+                k = bus_dict_u64(r, "psi_trigger_wakeups", m->trigger_wakeups);
+        if (k >= 0)
+                k = bus_dict_u64(r, "ticks", m->ticks);
+        if (k >= 0)
+                k = bus_dict_u64(r, "interval_usec", m->config->daemon.interval_usec);
+        if (k >= 0)
+                k = bus_dict_u64(r, "rescan_interval_usec", m->config->daemon.rescan_interval_usec);
+        if (k >= 0)
+                k = bus_dict_u64(r, "events_first_seq", event_log_first(m->events));
+        if (k >= 0)
+                k = bus_dict_u64(r, "events_next_seq", m->events->next_seq);
+        if (k >= 0)
+                k = bus_dict_u64(r, "connections", transport_connections(c->transport));
+        return k;
+}
+
+static int status_identity(sd_bus_message *r, BusConnection *c) {
+        Manager *m = api_of(c)->manager;
+        const char *group = m->config->daemon.admin_group;
+        int k = 0;
+
+        if (k >= 0)
+                k = bus_dict_str(r, "version", PACKAGE_VERSION);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "{sv}", "pid", "u", (uint32_t) getpid());
+        if (k >= 0)
+                k = bus_dict_u64(r, "started_realtime_usec", api_of(c)->started_realtime_usec);
+        if (k >= 0)
+                k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
+        if (k >= 0)
+                k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
+        if (k >= 0)
+                k = bus_dict_str(r, "control_socket", c->transport->path);
+        if (k >= 0)
+                k = bus_dict_strv(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
+        if (group)
+                if (k >= 0)
+                        k = bus_dict_str(r, "admin_group", group);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "{sv}", "caller_uid", "u", (uint32_t) c->creds.uid);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "{sv}", "caller_is_admin", "b", (int) api_caller_is_admin(c));
+        return k;
+}
+
+int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        BusConnection *c = userdata;
+        int k;
+
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k >= 0)
+                k = status_identity(r, c);
+        if (k >= 0)
+                k = status_counts(r, c);
+        if (k >= 0)
+                k = append_policy_keys(r);
+        if (k >= 0)
+                k = bus_append_system(r, api_of(c)->manager->observer);
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
+int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        Observer *o = api_of(userdata)->manager->observer;
+        int k;
+
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        for (size_t i = 0; k >= 0 && i < o->cgroups.n; i++)
+                if (!o->cgroups.entries[i].gone)
+                        k = bus_append_cgroup_summary(r, o, &o->cgroups.entries[i]);
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
+int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        Manager *m = api_of(userdata)->manager;
+        const char *what;
+        CgEntry *e;
+        int k;
+
+        k = sd_bus_message_read(msg, "s", &what);
+        if (k < 0)
+                return k;
+        k = api_resolve(m, what, &e, error);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = bus_append_cgroup(r, m->observer, e);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
+static size_t policy_cgroups(const Observer *o, const Policy *p, const char **paths, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < o->cgroups.n; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                if (e->gone || e->policy != p)
+                        continue;
+                if (paths && n < max)
+                        paths[n] = e->cg->path;
+                n++;
+        }
+        return n;
+}
+
+static int append_matches(sd_bus_message *r, const Policy *p) {
+        const char *v[POLICY_MATCH_MAX];
+
+        for (size_t i = 0; i < p->n_matches && i < POLICY_MATCH_MAX; i++)
+                v[i] = p->matches[i].pattern;
+        return bus_dict_strv(r, "matches", v, MIN(p->n_matches, (size_t) POLICY_MATCH_MAX));
+}
+
+static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
+        int k = 0;
+
+        if (k >= 0)
+                k = bus_dict_str(r, "name", p->name);
+        if (k >= 0)
+                k = bus_dict_str(r, "file", p->file);
+        if (k >= 0)
+                k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode));
+        if (k >= 0)
+                k = sd_bus_message_append(r, "{sv}", "priority", "u", (uint32_t) p->priority);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "{sv}", "protect", "b", (int) p->protect);
+        if (k >= 0)
+                k = append_matches(r, p);
+        if (k >= 0)
+                k = bus_dict_u64(r, "cgroups", policy_cgroups(o, p, NULL, 0));
+        return k;
+}
+
+int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        Manager *m = api_of(userdata)->manager;
+        int k;
+
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        for (size_t i = 0; k >= 0 && i < m->config->n_policies; i++) {
+                k = sd_bus_message_open_container(r, 'a', "{sv}");
+                if (k >= 0)
+                        k = append_policy_brief(r, m->observer, m->config->policies[i]);
+                if (k >= 0)
+                        k = sd_bus_message_close_container(r);
+        }
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
+static const Policy *find_policy(const Config *c, const char *name) {
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (streq(c->policies[i]->name, name))
+                        return c->policies[i];
+        return NULL;
+}
+
+/* Every key but Match= with its effective value ("" when unset). */
+static int append_settings(sd_bus_message *r, const Policy *p) {
+        const char *key;
+        int k = bus_dict_open(r, "settings");
+
+        for (size_t i = 1; k >= 0 && (key = config_policy_key(i)); i++) {
+                char v[POLICY_VALUE_MAX];
+                if (policy_format_value(p, key, v) == 0)
+                        k = bus_dict_str(r, key, v);
+        }
+        return k < 0 ? k : bus_dict_close(r);
+}
+
+/* The policy file as it is on disk now (small; read on the loop like a reload is). */
+static int append_text(sd_bus_message *r, const char *path) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *buf = malloc(POLICY_FILE_MAX + 1);
+        size_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        if (!f)
+                return 0;
+        n = fread(buf, 1, POLICY_FILE_MAX, f);
+        buf[n] = '\0';
+        return memchr(buf, 0, n) ? 0 : bus_dict_str(r, "text", buf);
+}
+
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        _cleanup_free_ const char **paths = NULL;
+        Manager *m = api_of(userdata)->manager;
+        const Policy *p;
+        const char *name;
+        size_t n;
+        int k;
+
+        k = sd_bus_message_read(msg, "s", &name);
+        if (k < 0)
+                return k;
+        p = find_policy(m->config, name);
+        if (!p)
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_POLICY, "No policy '%s' is loaded (%zu are)",
+                                         name, m->config->n_policies);
+        n = policy_cgroups(m->observer, p, NULL, 0);
+        paths = calloc(n + 1, sizeof(char *));
+        if (!paths)
+                return -ENOMEM;
+        policy_cgroups(m->observer, p, paths, n);
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k >= 0)
+                k = append_policy_brief(r, m->observer, p);
+        if (k >= 0)
+                k = bus_dict_strv(r, "cgroup_paths", paths, n);
+        if (k >= 0)
+                k = append_settings(r, p);
+        if (k >= 0)
+                k = append_text(r, p->file);
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
+int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        Manager *m = api_of(userdata)->manager;
+        uint64_t since;
+        int k;
+
+        k = sd_bus_message_read(msg, "t", &since);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "(ttissss)");
+        for (uint64_t s = MAX(since, event_log_first(m->events)); k >= 0 && s < m->events->next_seq; s++) {
+                const Event *e = event_log_get(m->events, s);
+                if (e)
+                        k = sd_bus_message_append(r, "(ttissss)", e->seq, e->realtime_usec, (int32_t) e->level,
+                                                  e->action, e->cgroup, e->unit, e->message);
+        }
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+
+        c->subscribed = streq(sd_bus_message_get_member(msg), "Subscribe");
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* What a broker would answer, so that bus clients (busctl) that say Hello first work here too. */
+static int method_hello(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        char name[32];
+
+        snprintf(name, sizeof(name), ":1.%llu", (unsigned long long) c->id);
+        return sd_bus_reply_method_return(msg, "s", name);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_NAMES("GetStatus", "", , "a{sv}", SD_BUS_PARAM(status),
+                                 method_get_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListCgroups", "", , "aa{sv}", SD_BUS_PARAM(cgroups),
+                                 method_list_cgroups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetCgroup", "s", SD_BUS_PARAM(unit_or_path), "a{sv}", SD_BUS_PARAM(cgroup),
+                                 method_get_cgroup, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListPolicies", "", , "aa{sv}", SD_BUS_PARAM(policies),
+                                 method_list_policies, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetPolicy", "s", SD_BUS_PARAM(name), "a{sv}", SD_BUS_PARAM(policy),
+                                 method_get_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListEvents", "t", SD_BUS_PARAM(since_seq), "a(ttissss)", SD_BUS_PARAM(events),
+                                 method_list_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Unsubscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("SetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(assignments),
+                                 "s", SD_BUS_PARAM(file), method_set_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("UnsetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(keys),
+                                 "s", SD_BUS_PARAM(file), method_unset_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Reclaim", "stb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(bytes)
+                                 SD_BUS_PARAM(cache_only), "s", SD_BUS_PARAM(result), method_reclaim,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Writeback", "sb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(wait),
+                                 "s", SD_BUS_PARAM(result), method_writeback, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissss",
+                                 SD_BUS_PARAM(seq) SD_BUS_PARAM(realtime_usec) SD_BUS_PARAM(priority)
+                                 SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)
+                                 SD_BUS_PARAM(message), 0),
+        SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable hello_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_NAMES("Hello", "", , "s", SD_BUS_PARAM(unique_name), method_hello,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+static int attach(BusConnection *c, void *userdata) {
+        int r = sd_bus_add_object_vtable(c->bus, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, manager_vtable, c);
+
+        if (r >= 0)
+                r = sd_bus_add_object_vtable(c->bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                             hello_vtable, c);
+        return r;
+}
+
+static int send_event(sd_bus *bus, const void *data) {
+        const Event *e = data;
+
+        return sd_bus_emit_signal(bus, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", "ttissss", e->seq, e->realtime_usec,
+                                  (int32_t) e->level, e->action, e->cgroup, e->unit, e->message);
+}
+
+/* Every event the daemon records: the callers waiting for it, then every subscriber. */
+static void on_event(const Event *e, void *userdata) {
+        Api *a = userdata;
+
+        api_changes_on_event(a, e);
+        transport_broadcast(a->transport, send_event, e);
+}
+
+int api_new(Manager *m, const char *path, Api **ret) {
+        _cleanup_(api_freep) Api *a = calloc(1, sizeof(Api));
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        a->manager = m;
+        a->started_realtime_usec = now_usec(CLOCK_REALTIME);
+        r = transport_new(m->event, path, attach, a, &a->transport);
+        if (r < 0)
+                return r;
+        r = api_changes_init(a);
+        if (r < 0)
+                return log_error_errno(r, "Cannot serve the control API: %m");
+        m->events->hook = on_event;
+        m->events->hook_userdata = a;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+Api *api_free(Api *a) {
+        if (!a)
+                return NULL;
+        if (a->manager->events->hook_userdata == a) {
+                a->manager->events->hook = NULL;
+                a->manager->events->hook_userdata = NULL;
+        }
+        api_changes_done(a);
+        transport_free(a->transport);
+        free(a->admin_group);
+        free(a);
+        return NULL;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * org.mdreclaim.Manager1 on /org/mdreclaim/Manager: the control API
+ * (docs/control-api.md) served on the control socket's transport. Reads are
+ * for anyone who can reach the socket; changes need uid 0 or AdminGroup=, and
+ * a refused caller changes nothing. Split by what it does: api.c (the
+ * vtable, the Event signal and its fan-out), api-access.c (the caller's
+ * rights, error names, naming a cgroup), api-read.c (read methods),
+ * api-change.c (methods that change something).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+#include "policy-writer.h"
+#include "transport.h"
+
+#define BUS_OBJECT_PATH "/org/mdreclaim/Manager"
+#define BUS_INTERFACE "org.mdreclaim.Manager1"
+
+#define BUS_ERROR_NO_SUCH_CGROUP "org.mdreclaim.Error.NoSuchCgroup"
+#define BUS_ERROR_AMBIGUOUS "org.mdreclaim.Error.Ambiguous"
+#define BUS_ERROR_NO_SUCH_POLICY "org.mdreclaim.Error.NoSuchPolicy"
+#define BUS_ERROR_INVALID_POLICY "org.mdreclaim.Error.InvalidPolicy"
+#define BUS_ERROR_INVALID_CONFIGURATION "org.mdreclaim.Error.InvalidConfiguration"
+#define BUS_ERROR_NOT_SUPPORTED "org.mdreclaim.Error.NotSupported"
+#define BUS_ERROR_BUSY "org.mdreclaim.Error.Busy"
+#define BUS_ERROR_REFUSED "org.mdreclaim.Error.Refused"
+#define BUS_ERROR_TIMEOUT "org.mdreclaim.Error.Timeout"
+#define BUS_ERROR_FAILED "org.mdreclaim.Error.Failed"
+
+/* Bounds on what SetPolicy/UnsetPolicy take. */
+#define BUS_POLICY_ARGS_MAX 64
+/* How long Writeback(wait=true) waits for the writeback to finish. */
+#define BUS_WAIT_USEC (60 * USEC_PER_SEC)
+#define BUS_WAITERS_MAX 16
+
+/* A caller waiting for an event (writeback --wait): answered when it comes, or at its deadline. */
+typedef struct BusWaiter {
+        sd_bus_message *msg;
+        char *action;
+        char *cgroup;
+        uint64_t deadline_usec;         /* CLOCK_MONOTONIC */
+} BusWaiter;
+
+typedef struct Api {
+        Manager *manager;
+        Transport *transport;
+        uint64_t started_realtime_usec;
+        PolicyWriter *writer;
+        BusWaiter waiters[BUS_WAITERS_MAX];
+        size_t n_waiters;
+        sd_event_source *wait_source;   /* answers waiters whose deadline passed */
+        /* AdminGroup= as last resolved */
+        char *admin_group;
+        bool have_admin_gid;
+        gid_t admin_gid;
+        uint64_t admin_group_checked_usec;
+} Api;
+
+/* Serves the API on a control socket at `path`; the manager's events become its Event signal. */
+int api_new(Manager *m, const char *path, Api **ret);
+Api *api_free(Api *a);
+static inline void api_freep(Api **a) {
+        if (*a)
+                api_free(*a);
+}
+
+/* ---- shared by the method files ---- */
+
+/* The API a connection serves. */
+Api *api_of(const BusConnection *c);
+/* The configuration root policies are written below ("" for the real one). */
+const char *api_config_root(const Api *a);
+/* Whether the caller may change things (uid 0, or AdminGroup=). */
+bool api_caller_is_admin(BusConnection *c);
+/* 0 if the caller may `what`; otherwise AccessDenied, saying who may. */
+int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
+/* A unit name or cgroup path to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
+int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
+/* Cgroups watched (not found gone). */
+size_t api_cgroups_watched(const Observer *o);
+
+/* api-read.c */
+int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
+/* api-change.c */
+int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* The policy writer and the waiters' timer. */
+int api_changes_init(Api *a);
+void api_changes_done(Api *a);
+/* Every event the daemon records: answers the callers waiting for it. */
+void api_changes_on_event(Api *a, const Event *e);

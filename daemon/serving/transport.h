@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The control socket as a transport: a listening AF_UNIX socket on the event
+ * loop and one peer-to-peer sd-bus server connection per client (no broker;
+ * busctl --address=unix:path=... works). A client's bytes pass through the
+ * daemon before sd-bus sees them: bus-stream.h checks their framing and
+ * size, bus-limits.h paces them, and only whole, bounded messages reach
+ * sd-bus through a socketpair; replies and signals go straight to the
+ * client. Because sd-bus reads the socketpair, the peer's identity is taken
+ * from the client's own socket (SO_PEERCRED, SO_PEERGROUPS) when it
+ * connects. The transport knows nothing of the API: a callback registers it
+ * on each new connection, and broadcasts go through a send callback.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "bus-limits.h"
+#include "bus-stream.h"
+#include "log.h"
+
+#define CONTROL_SOCKET_DEFAULT "/run/mdreclaim/control"
+
+/* Bytes read from a client at a time (also the most held for it). */
+#define BUS_RELAY_BUFFER 16384
+/* How long accepting pauses when the daemon is out of fds (a connection ending resumes it sooner). */
+#define BUS_ACCEPT_RETRY_USEC (250 * USEC_PER_MSEC)
+
+typedef struct Transport Transport;
+
+typedef struct BusConnection {
+        Transport *transport;
+        uint64_t id;
+        int client_fd;                  /* requests are read from here */
+        int relay_fd;                   /* ... and written here; sd-bus reads the other end */
+        sd_bus *bus;                    /* writes replies to a dup of client_fd */
+        sd_event_source *client_source; /* client_fd readable */
+        sd_event_source *relay_source;  /* relay_fd writable */
+        sd_event_source *resume_source; /* the rate limit or a full reply queue lets it go on */
+        BusStream stream;
+        TokenBucket bucket;
+        uint8_t buf[BUS_RELAY_BUFFER];
+        size_t len, checked, written;   /* buf[0..written) went on, [written..checked) may go */
+        PeerCreds creds;
+        bool subscribed;                /* takes broadcasts */
+        bool dead;
+        char description[64];
+} BusConnection;
+
+/* Registers the API's objects on a new connection's bus (c->bus; the connection is their userdata). */
+typedef int (*TransportAttach)(BusConnection *c, void *userdata);
+/* Sends one broadcast on a subscribed connection's bus. */
+typedef int (*TransportSend)(sd_bus *bus, const void *data);
+
+struct Transport {
+        sd_event *event;
+        TransportAttach attach;
+        void *userdata;
+        char *path;
+        int listen_fd;
+        sd_event_source *listen_source;
+        sd_event_source *accept_retry_source; /* accepting paused while out of fds */
+        sd_event_source *reap_source;   /* frees connections that ended, outside their callbacks */
+        BusConnection **connections;
+        size_t n_connections;
+        uint64_t next_id;
+        RateLimit refused_log;
+};
+
+/*
+ * Binds `path` (removing a stale socket; refusing if another daemon answers
+ * on it), listens, and serves connections on `event`, calling `attach` for
+ * each new one with `userdata`.
+ */
+int transport_new(sd_event *event, const char *path, TransportAttach attach, void *userdata, Transport **ret);
+Transport *transport_free(Transport *s);
+
+/* Connections open (not ended). */
+size_t transport_connections(const Transport *s);
+
+/* Calls `send` for every live subscribed connection; one that does not read its queue is dropped. */
+void transport_broadcast(Transport *s, TransportSend send, const void *data);
+
+/* Ends a connection (now or after its callback returns); `why` is logged at debug level. */
+void bus_connection_kill(BusConnection *c, const char *why);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The daemon's structured events (every decision and action): each is logged
+ * (journal fields, or one stderr line), kept in a bounded ring so that
+ * operators can list recent ones without the journal (mdctl events), and
+ * handed to one hook (the control API turns it into a signal). Also the
+ * rate-limited warning for an action that failed. Nothing here knows the
+ * event loop: callers pass the time.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "log.h"
+
+#define EVENT_LOG_SIZE 512
+#define EVENT_TEXT_MAX 256
+
+typedef struct Event {
+        uint64_t seq;                   /* 1, 2, ...: never reused */
+        uint64_t realtime_usec;         /* CLOCK_REALTIME */
+        int level;
+        char action[32];
+        char cgroup[EVENT_TEXT_MAX];
+        char unit[128];
+        char message[EVENT_TEXT_MAX];
+} Event;
+
+/* Called for every event recorded, after it is in the ring. */
+typedef void (*EventHook)(const Event *e, void *userdata);
+
+typedef struct EventLog {
+        uint64_t next_seq;              /* seq of the next event, from 1 */
+        EventHook hook;
+        void *hook_userdata;
+        RateLimit failures;             /* warnings about failed actions */
+        Event ring[EVENT_LOG_SIZE];
+} EventLog;
+
+/* Zeroes the ring once (the caller's storage may be uninitialised). */
+void event_log_init(EventLog *l);
+
+/* Appends an event (strings may be NULL; longer ones are cut) and returns it. */
+const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
+                           const char *cgroup, const char *unit, const char *message);
+
+/* The event with sequence number `seq`, or NULL if not (or no longer) kept. */
+const Event *event_log_get(const EventLog *l, uint64_t seq);
+
+/* Sequence number of the oldest event kept (next_seq if empty). */
+uint64_t event_log_first(const EventLog *l);
+
+/* Records a structured event: logged, kept in the ring (stamped CLOCK_REALTIME now), handed to the hook. */
+void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * A point's action failed (EACCES in a delegated subtree, a write the kernel
+ * refused): warned about at most ten times a minute. `now` is CLOCK_MONOTONIC µs.
+ */
+void event_action_failed(EventLog *l, uint64_t now, int error, const char *path, const char *action);
