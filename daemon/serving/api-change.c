@@ -159,12 +159,14 @@ static int policy_change(sd_bus_message *msg, BusConnection *c, bool set, sd_bus
         int k;
 
         k = api_check_admin(c, set ? "setting a policy" : "unsetting a policy", error);
-        if (k >= 0)
-                k = sd_bus_message_read(msg, "s", &name);
-        if (k >= 0 && !policy_name_settable(name, &why))
-                k = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid policy name '%s': %s", name, why);
-        if (k >= 0)
-                k = read_strv(msg, &v, &n, error);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "s", &name);
+        if (k < 0)
+                return k;
+        if (!policy_name_settable(name, &why))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid policy name '%s': %s", name, why);
+        k = read_strv(msg, &v, &n, error);
         if (k < 0)
                 return k;
         k = policy_request_new(msg, c, summarize(set ? "set" : n ? "unset" : "removed", v, n), &q);
@@ -250,9 +252,10 @@ static void waiter_free(BusWaiter *w) {
 int api_changes_init(Api *s) {
         int r = policy_writer_new(s->manager->event, on_policy_done, on_policy_dropped, s, &s->writer);
 
-        if (r >= 0)
-                r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
-                                               on_wait_timer, s);
+        r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
+                                       on_wait_timer, s);
+        if (r < 0)
+                return r;
         if (r >= 0) {
                 (void) sd_event_source_set_description(s->wait_source, "control-waiters");
                 r = sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
@@ -318,11 +321,12 @@ static int act_prepare(sd_bus_message *msg, BusConnection *c, const char *what, 
         int k;
 
         k = api_check_admin(c, what, error);
-        if (k >= 0)
-                k = sd_bus_message_read(msg, "s", &target);
-        if (k >= 0)
-                k = api_resolve(api_of(c)->manager, target, ret, error);
-        return k;
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "s", &target);
+        if (k < 0)
+                return k;
+        return api_resolve(api_of(c)->manager, target, ret, error);
 }
 
 int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -335,8 +339,9 @@ int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         CgEntry *e;
 
         k = act_prepare(msg, c, "reclaiming memory", &e, error);
-        if (k >= 0)
-                k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
         if (k < 0)
                 return k;
         snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
@@ -409,8 +414,9 @@ int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         CgEntry *e;
 
         k = act_prepare(msg, c, "starting writeback", &e, error);
-        if (k >= 0)
-                k = sd_bus_message_read(msg, "b", &wait);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "b", &wait);
         if (k < 0)
                 return k;
         if (wait && api_of(c)->n_waiters >= BUS_WAITERS_MAX)

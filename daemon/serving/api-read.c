@@ -28,29 +28,37 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
         Manager *m = api_of(c)->manager;
         int k = 0;
 
-        if (k >= 0)
-                k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
-        if (k >= 0)
-                k = bus_dict_u64(r, "cgroups_with_policy", m->n_with_policy);
-        if (k >= 0)
-                k = bus_dict_u64(r, "policies", m->config->n_policies);
-        if (k >= 0)
-                k = bus_dict_u64(r, "psi_triggers", trigger_set_armed(&m->triggers));
-        if (k >= 0)
-                k = bus_dict_u64(r, "psi_trigger_wakeups", m->trigger_wakeups);
-        if (k >= 0)
-                k = bus_dict_u64(r, "ticks", m->ticks);
-        if (k >= 0)
-                k = bus_dict_u64(r, "interval_usec", m->config->daemon.interval_usec);
-        if (k >= 0)
-                k = bus_dict_u64(r, "rescan_interval_usec", m->config->daemon.rescan_interval_usec);
-        if (k >= 0)
-                k = bus_dict_u64(r, "events_first_seq", event_log_first(m->events));
-        if (k >= 0)
-                k = bus_dict_u64(r, "events_next_seq", m->events->next_seq);
-        if (k >= 0)
-                k = bus_dict_u64(r, "connections", transport_connections(c->transport));
-        return k;
+        k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "cgroups_with_policy", m->n_with_policy);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "policies", m->config->n_policies);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "psi_triggers", trigger_set_armed(&m->triggers));
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "psi_trigger_wakeups", m->trigger_wakeups);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "ticks", m->ticks);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "interval_usec", m->config->daemon.interval_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "rescan_interval_usec", m->config->daemon.rescan_interval_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "events_first_seq", event_log_first(m->events));
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "events_next_seq", m->events->next_seq);
+        if (k < 0)
+                return k;
+        return bus_dict_u64(r, "connections", transport_connections(c->transport));
 }
 
 static int status_identity(sd_bus_message *r, BusConnection *c) {
@@ -58,28 +66,33 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         const char *group = m->config->daemon.admin_group;
         int k = 0;
 
-        if (k >= 0)
-                k = bus_dict_str(r, "version", PACKAGE_VERSION);
-        if (k >= 0)
-                k = sd_bus_message_append(r, "{sv}", "pid", "u", (uint32_t) getpid());
-        if (k >= 0)
-                k = bus_dict_u64(r, "started_realtime_usec", api_of(c)->started_realtime_usec);
-        if (k >= 0)
-                k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
-        if (k >= 0)
-                k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
-        if (k >= 0)
-                k = bus_dict_str(r, "control_socket", c->transport->path);
-        if (k >= 0)
-                k = bus_dict_strv(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
-        if (group)
-                if (k >= 0)
-                        k = bus_dict_str(r, "admin_group", group);
-        if (k >= 0)
-                k = sd_bus_message_append(r, "{sv}", "caller_uid", "u", (uint32_t) c->creds.uid);
-        if (k >= 0)
-                k = sd_bus_message_append(r, "{sv}", "caller_is_admin", "b", (int) api_caller_is_admin(c));
-        return k;
+        k = bus_dict_str(r, "version", PACKAGE_VERSION);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_append(r, "{sv}", "pid", "u", (uint32_t) getpid());
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "started_realtime_usec", api_of(c)->started_realtime_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "control_socket", c->transport->path);
+        if (k < 0)
+                return k;
+        k = bus_dict_strv(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
+        if (k < 0)
+                return k;
+        if (group && (k = bus_dict_str(r, "admin_group", group)) < 0)
+                return k;
+        k = sd_bus_message_append(r, "{sv}", "caller_uid", "u", (uint32_t) c->creds.uid);
+        if (k < 0)
+                return k;
+        return sd_bus_message_append(r, "{sv}", "caller_is_admin", "b", (int) api_caller_is_admin(c));
 }
 
 int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -88,19 +101,27 @@ int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         int k;
 
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_open_container(r, 'a', "{sv}");
-        if (k >= 0)
-                k = status_identity(r, c);
-        if (k >= 0)
-                k = status_counts(r, c);
-        if (k >= 0)
-                k = append_policy_keys(r);
-        if (k >= 0)
-                k = bus_append_system(r, api_of(c)->manager->observer);
-        if (k >= 0)
-                k = sd_bus_message_close_container(r);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k < 0)
+                return k;
+        k = status_identity(r, c);
+        if (k < 0)
+                return k;
+        k = status_counts(r, c);
+        if (k < 0)
+                return k;
+        k = append_policy_keys(r);
+        if (k < 0)
+                return k;
+        k = bus_append_system(r, api_of(c)->manager->observer);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }
 
 int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -109,14 +130,20 @@ int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error
         int k;
 
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        if (k < 0)
+                return k;
         for (size_t i = 0; k >= 0 && i < o->cgroups.n; i++)
                 if (!o->cgroups.entries[i].gone)
                         k = bus_append_cgroup_summary(r, o, &o->cgroups.entries[i]);
-        if (k >= 0)
-                k = sd_bus_message_close_container(r);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }
 
 int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -133,9 +160,12 @@ int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         if (k < 0)
                 return k;
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = bus_append_cgroup(r, m->observer, e);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+        if (k < 0)
+                return k;
+        k = bus_append_cgroup(r, m->observer, e);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }
 
 static size_t policy_cgroups(const Observer *o, const Policy *p, const char **paths, size_t max) {
@@ -163,21 +193,25 @@ static int append_matches(sd_bus_message *r, const Policy *p) {
 static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
         int k = 0;
 
-        if (k >= 0)
-                k = bus_dict_str(r, "name", p->name);
-        if (k >= 0)
-                k = bus_dict_str(r, "file", p->file);
-        if (k >= 0)
-                k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode));
-        if (k >= 0)
-                k = sd_bus_message_append(r, "{sv}", "priority", "u", (uint32_t) p->priority);
-        if (k >= 0)
-                k = sd_bus_message_append(r, "{sv}", "protect", "b", (int) p->protect);
-        if (k >= 0)
-                k = append_matches(r, p);
-        if (k >= 0)
-                k = bus_dict_u64(r, "cgroups", policy_cgroups(o, p, NULL, 0));
-        return k;
+        k = bus_dict_str(r, "name", p->name);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "file", p->file);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode));
+        if (k < 0)
+                return k;
+        k = sd_bus_message_append(r, "{sv}", "priority", "u", (uint32_t) p->priority);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_append(r, "{sv}", "protect", "b", (int) p->protect);
+        if (k < 0)
+                return k;
+        k = append_matches(r, p);
+        if (k < 0)
+                return k;
+        return bus_dict_u64(r, "cgroups", policy_cgroups(o, p, NULL, 0));
 }
 
 int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -186,18 +220,26 @@ int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         int k;
 
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_open_container(r, 'a', "a{sv}");
-        for (size_t i = 0; k >= 0 && i < m->config->n_policies; i++) {
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < m->config->n_policies; i++) {
                 k = sd_bus_message_open_container(r, 'a', "{sv}");
-                if (k >= 0)
-                        k = append_policy_brief(r, m->observer, m->config->policies[i]);
-                if (k >= 0)
-                        k = sd_bus_message_close_container(r);
-        }
-        if (k >= 0)
+                if (k < 0)
+                        return k;
+                k = append_policy_brief(r, m->observer, m->config->policies[i]);
+                if (k < 0)
+                        return k;
                 k = sd_bus_message_close_container(r);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+                if (k < 0)
+                        return k;
+        }
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }
 
 static const Policy *find_policy(const Config *c, const char *name) {
@@ -210,8 +252,11 @@ static const Policy *find_policy(const Config *c, const char *name) {
 /* Every key but Match= with its effective value ("" when unset). */
 static int append_settings(sd_bus_message *r, const Policy *p) {
         const char *key;
-        int k = bus_dict_open(r, "settings");
+        int k;
 
+        k = bus_dict_open(r, "settings");
+        if (k < 0)
+                return k;
         for (size_t i = 1; k >= 0 && (key = config_policy_key(i)); i++) {
                 char v[POLICY_VALUE_MAX];
                 if (policy_format_value(p, key, v) == 0)
@@ -257,19 +302,27 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return -ENOMEM;
         policy_cgroups(m->observer, p, paths, n);
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_open_container(r, 'a', "{sv}");
-        if (k >= 0)
-                k = append_policy_brief(r, m->observer, p);
-        if (k >= 0)
-                k = bus_dict_strv(r, "cgroup_paths", paths, n);
-        if (k >= 0)
-                k = append_settings(r, p);
-        if (k >= 0)
-                k = append_text(r, p->file);
-        if (k >= 0)
-                k = sd_bus_message_close_container(r);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k < 0)
+                return k;
+        k = append_policy_brief(r, m->observer, p);
+        if (k < 0)
+                return k;
+        k = bus_dict_strv(r, "cgroup_paths", paths, n);
+        if (k < 0)
+                return k;
+        k = append_settings(r, p);
+        if (k < 0)
+                return k;
+        k = append_text(r, p->file);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }
 
 int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -282,15 +335,21 @@ int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (k < 0)
                 return k;
         k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_open_container(r, 'a', "(ttissss)");
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "(ttissss)");
+        if (k < 0)
+                return k;
         for (uint64_t s = MAX(since, event_log_first(m->events)); k >= 0 && s < m->events->next_seq; s++) {
                 const Event *e = event_log_get(m->events, s);
                 if (e)
                         k = sd_bus_message_append(r, "(ttissss)", e->seq, e->realtime_usec, (int32_t) e->level,
                                                   e->action, e->cgroup, e->unit, e->message);
         }
-        if (k >= 0)
-                k = sd_bus_message_close_container(r);
-        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
 }

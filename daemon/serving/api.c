@@ -65,12 +65,13 @@ static const sd_bus_vtable hello_vtable[] = {
 };
 
 static int attach(BusConnection *c, void *userdata) {
-        int r = sd_bus_add_object_vtable(c->bus, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, manager_vtable, c);
+        int r;
 
-        if (r >= 0)
-                r = sd_bus_add_object_vtable(c->bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                             hello_vtable, c);
-        return r;
+        r = sd_bus_add_object_vtable(c->bus, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, manager_vtable, c);
+        if (r < 0)
+                return r;
+        return sd_bus_add_object_vtable(c->bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        hello_vtable, c);
 }
 
 static int send_event(sd_bus *bus, const void *data) {

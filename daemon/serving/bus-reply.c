@@ -30,58 +30,74 @@ int bus_dict_str(sd_bus_message *m, const char *key, const char *v) {
 }
 
 int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n) {
-        int r = sd_bus_message_open_container(m, 'e', "sv");
+        int r;
 
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", key);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "s");
+        r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", key);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "as");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "s");
+        if (r < 0)
+                return r;
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = sd_bus_message_append(m, "s", v[i]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 int bus_dict_open(sd_bus_message *m, const char *key) {
-        int r = sd_bus_message_open_container(m, 'e', "sv");
+        int r;
 
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", key);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a{sv}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "{sv}");
-        return r;
+        r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", key);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "a{sv}");
+        if (r < 0)
+                return r;
+        return sd_bus_message_open_container(m, 'a', "{sv}");
 }
 
 int bus_dict_close(sd_bus_message *m) {
-        int r = sd_bus_message_close_container(m);
+        int r;
 
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 /* An array of dictionaries under `key`: open, then per item sd_bus_message_open_container(m, 'a'...). */
 static int dict_open_array(sd_bus_message *m, const char *key) {
-        int r = sd_bus_message_open_container(m, 'e', "sv");
+        int r;
 
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", key);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "aa{sv}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "a{sv}");
-        return r;
+        r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", key);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "aa{sv}");
+        if (r < 0)
+                return r;
+        return sd_bus_message_open_container(m, 'a', "a{sv}");
 }
 
 /* A memory limit: bytes, or "max". */
@@ -90,19 +106,24 @@ static int dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
 }
 
 static int psi_line(sd_bus_message *m, const char *key, const PsiLine *l) {
-        int r = bus_dict_open(m, key);
+        int r;
 
-        if (r >= 0)
-                r = dict_double(m, "avg10", l->avg10 / 100.0);
-        if (r >= 0)
-                r = dict_double(m, "avg60", l->avg60 / 100.0);
-        if (r >= 0)
-                r = dict_double(m, "avg300", l->avg300 / 100.0);
-        if (r >= 0)
-                r = bus_dict_u64(m, "total", l->total);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        r = bus_dict_open(m, key);
+        if (r < 0)
+                return r;
+        r = dict_double(m, "avg10", l->avg10 / 100.0);
+        if (r < 0)
+                return r;
+        r = dict_double(m, "avg60", l->avg60 / 100.0);
+        if (r < 0)
+                return r;
+        r = dict_double(m, "avg300", l->avg300 / 100.0);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "total", l->total);
+        if (r < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 static int psi(sd_bus_message *m, const char *key, bool have, const PsiStats *p) {
@@ -111,13 +132,14 @@ static int psi(sd_bus_message *m, const char *key, bool have, const PsiStats *p)
         if (!have)
                 return 0;
         r = bus_dict_open(m, key);
-        if (r >= 0)
-                r = psi_line(m, "some", &p->some);
-        if (r >= 0 && p->has_full)
-                r = psi_line(m, "full", &p->full);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (r < 0)
+                return r;
+        r = psi_line(m, "some", &p->some);
+        if (r < 0)
+                return r;
+        if (p->has_full && (r = psi_line(m, "full", &p->full)) < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 static int stall(sd_bus_message *m, const char *key, bool have, const StallDelta *d) {
@@ -126,31 +148,39 @@ static int stall(sd_bus_message *m, const char *key, bool have, const StallDelta
         if (!have)
                 return 0;
         r = bus_dict_open(m, key);
-        if (r >= 0)
-                r = bus_dict_u64(m, "some_usec", d->some_usec);
-        if (r >= 0)
-                r = bus_dict_u64(m, "full_usec", d->full_usec);
-        if (r >= 0)
-                r = dict_u32(m, "some_ppm", d->some_ppm);
-        if (r >= 0)
-                r = dict_u32(m, "full_ppm", d->full_ppm);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "some_usec", d->some_usec);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "full_usec", d->full_usec);
+        if (r < 0)
+                return r;
+        r = dict_u32(m, "some_ppm", d->some_ppm);
+        if (r < 0)
+                return r;
+        r = dict_u32(m, "full_ppm", d->full_ppm);
+        if (r < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 static int identity(sd_bus_message *m, const CgEntry *e) {
-        int r = bus_dict_str(m, "path", e->cg->path);
+        int r;
 
-        if (r >= 0)
-                r = bus_dict_u64(m, "id", e->cg->id);
-        if (r >= 0 && e->unit)
-                r = bus_dict_str(m, "unit", e->unit);
-        if (r >= 0 && e->policy)
-                r = bus_dict_str(m, "policy", e->policy->name);
-        if (r >= 0 && e->policy)
-                r = bus_dict_str(m, "mode", policy_mode_to_string(e->policy->mode));
-        return r;
+        r = bus_dict_str(m, "path", e->cg->path);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "id", e->cg->id);
+        if (r < 0)
+                return r;
+        if (e->unit && (r = bus_dict_str(m, "unit", e->unit)) < 0)
+                return r;
+        if (e->policy && (r = bus_dict_str(m, "policy", e->policy->name)) < 0)
+                return r;
+        if (e->policy && (r = bus_dict_str(m, "mode", policy_mode_to_string(e->policy->mode))) < 0)
+                return r;
+        return 0;
 }
 
 static int limits(sd_bus_message *m, const CgroupLimits *l) {
@@ -160,35 +190,38 @@ static int limits(sd_bus_message *m, const CgroupLimits *l) {
         for (size_t i = 0; r >= 0 && i < _LIMIT_MAX; i++)
                 if (l->have & (1u << i))
                         r = dict_limit(m, names[i], l->limit[i]);
+        if (r < 0)
+                return r;
         if (r < 0 || !(l->have & LIMITS_HAVE_EVENTS))
                 return r;
         r = bus_dict_open(m, "memory_events");
         for (size_t i = 0; r >= 0 && i < _EVENT_MAX; i++)
                 r = bus_dict_u64(m, memory_event_keys[i], l->events[i]);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (r < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 /* Figures both the summary and the full view carry. */
 static int common_figures(sd_bus_message *m, const CgEntry *e, const CgroupSample *s) {
         bool stat = s && (s->have & SAMPLE_MEMORY_STAT);
-        int r = 0;
+        int r;
 
-        if (s && (s->have & SAMPLE_MEMORY_CURRENT))
-                r = bus_dict_u64(m, "memory_current", s->memory_current);
-        if (r >= 0 && stat)
-                r = bus_dict_u64(m, "dirty", sample_dirty_bytes(s));
-        if (r >= 0 && stat)
-                r = bus_dict_u64(m, "reclaimable_estimate", sample_reclaimable_bytes(s));
-        if (r >= 0)
-                r = limits(m, &e->limits);
-        return r;
+        if (s && (s->have & SAMPLE_MEMORY_CURRENT) && (r = bus_dict_u64(m, "memory_current", s->memory_current)) < 0)
+                return r;
+        if (stat && (r = bus_dict_u64(m, "dirty", sample_dirty_bytes(s))) < 0)
+                return r;
+        if (stat && (r = bus_dict_u64(m, "reclaimable_estimate", sample_reclaimable_bytes(s))) < 0)
+                return r;
+        return limits(m, &e->limits);
 }
 
 static int devices(sd_bus_message *m, const CgroupSignals *g) {
-        int r = dict_open_array(m, "devices");
+        int r;
 
+        r = dict_open_array(m, "devices");
+        if (r < 0)
+                return r;
         for (size_t i = 0; r >= 0 && i < g->n_devices; i++) {
                 char dev[32];
 
@@ -197,9 +230,9 @@ static int devices(sd_bus_message *m, const CgroupSignals *g) {
                                           "rbytes_per_sec", "t", g->devices[i].rbytes_per_sec,
                                           "wbytes_per_sec", "t", g->devices[i].wbytes_per_sec);
         }
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (r < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 /* The signals between the last two samples; `full` adds the rates only `show` needs. */
@@ -209,73 +242,101 @@ static int signals(sd_bus_message *m, const CgroupSignals *g, bool full) {
         if (!g->valid)
                 return 0;
         r = bus_dict_open(m, "signals");
-        if (r >= 0)
-                r = bus_dict_u64(m, "interval_usec", g->interval_usec);
-        if (r >= 0)
-                r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
-        if (r >= 0)
-                r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
-        if (r >= 0 && g->have_memory_stat)
-                r = dict_i64(m, "dirty_rate", g->dirty_rate);
-        if (r >= 0)
-                r = bus_dict_u64(m, "write_rate", g->write_rate);
-        if (r >= 0 && full && g->have_memory_stat) {
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "interval_usec", g->interval_usec);
+        if (r < 0)
+                return r;
+        r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
+        if (r < 0)
+                return r;
+        r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
+        if (r < 0)
+                return r;
+        if (g->have_memory_stat && (r = dict_i64(m, "dirty_rate", g->dirty_rate)) < 0)
+                return r;
+        r = bus_dict_u64(m, "write_rate", g->write_rate);
+        if (r < 0)
+                return r;
+        if (full && g->have_memory_stat) {
                 r = bus_dict_u64(m, "refault_rate", g->refault_rate);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "scan_rate", g->scan_rate);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "steal_rate", g->steal_rate);
+                if (r < 0)
+                        return r;
+                r = bus_dict_u64(m, "scan_rate", g->scan_rate);
+                if (r < 0)
+                        return r;
+                r = bus_dict_u64(m, "steal_rate", g->steal_rate);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0 && full)
-                r = devices(m, g);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (full && (r = devices(m, g)) < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 int bus_append_cgroup_summary(sd_bus_message *m, const Observer *o, const CgEntry *e) {
         static const MemoryStatKey keys[] = { STAT_FILE, STAT_FILE_DIRTY, STAT_FILE_WRITEBACK, STAT_SLAB_RECLAIMABLE };
         const CgroupSample *s = cg_entry_sample(e);
-        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+        int r;
 
-        if (r >= 0)
-                r = identity(m, e);
-        if (r >= 0)
-                r = common_figures(m, e, s);
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        r = identity(m, e);
+        if (r < 0)
+                return r;
+        r = common_figures(m, e, s);
+        if (r < 0)
+                return r;
         for (size_t i = 0; r >= 0 && s && i < ELEMENTSOF(keys); i++)
                 if (sample_has_stat(s, keys[i]))
                         r = bus_dict_u64(m, memory_stat_keys[keys[i]], s->stat[keys[i]]);
-        if (r >= 0)
-                r = signals(m, &e->signals, false);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
+        if (r < 0)
+                return r;
+        r = signals(m, &e->signals, false);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
+}
+
+static int io_device(sd_bus_message *m, const IoStatDev *io) {
+        char dev[32];
+        int r;
+
+        snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, io->major, io->minor);
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        r = bus_dict_str(m, "device", dev);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "rbytes", io->rbytes);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "wbytes", io->wbytes);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "rios", io->rios);
+        if (r < 0)
+                return r;
+        r = bus_dict_u64(m, "wios", io->wios);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 static int io_devices(sd_bus_message *m, const CgroupSample *s) {
-        int r = dict_open_array(m, "io");
+        int r;
 
-        for (size_t i = 0; r >= 0 && i < s->n_io; i++) {
-                char dev[32];
-
-                snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, s->io[i].major, s->io[i].minor);
-                r = sd_bus_message_open_container(m, 'a', "{sv}");
-                if (r >= 0)
-                        r = bus_dict_str(m, "device", dev);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "rbytes", s->io[i].rbytes);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "wbytes", s->io[i].wbytes);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "rios", s->io[i].rios);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "wios", s->io[i].wios);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
+        r = dict_open_array(m, "io");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n_io; i++) {
+                r = io_device(m, &s->io[i]);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        return bus_dict_close(m);
 }
 
 static int sample_files(sd_bus_message *m, const CgroupSample *s) {
@@ -291,49 +352,58 @@ static int sample_files(sd_bus_message *m, const CgroupSample *s) {
         for (size_t k = 0; r >= 0 && k < _STAT_MAX; k++)
                 if (sample_has_stat(s, k))
                         r = bus_dict_u64(m, memory_stat_keys[k], s->stat[k]);
-        if (r >= 0)
-                r = psi(m, "memory_pressure", s->have & SAMPLE_MEMORY_PRESSURE, &s->memory_pressure);
-        if (r >= 0)
-                r = psi(m, "io_pressure", s->have & SAMPLE_IO_PRESSURE, &s->io_pressure);
-        if (r >= 0 && (s->have & SAMPLE_IO_STAT))
-                r = io_devices(m, s);
+        if (r < 0)
+                return r;
+        r = psi(m, "memory_pressure", s->have & SAMPLE_MEMORY_PRESSURE, &s->memory_pressure);
+        if (r < 0)
+                return r;
+        r = psi(m, "io_pressure", s->have & SAMPLE_IO_PRESSURE, &s->io_pressure);
+        if (r < 0)
+                return r;
+        if ((s->have & SAMPLE_IO_STAT) && (r = io_devices(m, s)) < 0)
+                return r;
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 if (s->garbage & files[i].bit)
                         bad[n++] = files[i].file;
-        if (r >= 0)
-                r = bus_dict_strv(m, "unparsable", bad, n);
-        return r;
+        return bus_dict_strv(m, "unparsable", bad, n);
 }
 
 int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e) {
         const CgroupSample *s = cg_entry_sample(e);
         uint64_t meta = 0;
-        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+        int r;
 
-        if (r >= 0)
-                r = identity(m, e);
-        if (r >= 0)
-                r = common_figures(m, e, s);
-        if (r >= 0 && s)
-                r = sample_files(m, s);
-        if (r >= 0)
-                r = signals(m, &e->signals, true);
-        if (r >= 0 && metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta))
-                r = bus_dict_u64(m, "metadata_dirty_estimate", meta);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        r = identity(m, e);
+        if (r < 0)
+                return r;
+        r = common_figures(m, e, s);
+        if (r < 0)
+                return r;
+        if (s && (r = sample_files(m, s)) < 0)
+                return r;
+        r = signals(m, &e->signals, true);
+        if (r < 0)
+                return r;
+        if (metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta) && (r = bus_dict_u64(m, "metadata_dirty_estimate", meta)) < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 static int meminfo(sd_bus_message *m, const SystemSample *s) {
-        int r = bus_dict_open(m, "meminfo");
+        int r;
 
+        r = bus_dict_open(m, "meminfo");
+        if (r < 0)
+                return r;
         for (size_t i = 0; r >= 0 && i < _MEMINFO_MAX; i++)
                 if (s->meminfo_found & (UINT64_C(1) << i))
                         r = bus_dict_u64(m, meminfo_keys[i], s->meminfo[i]);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (r < 0)
+                return r;
+        return bus_dict_close(m);
 }
 
 int bus_append_system(sd_bus_message *m, const Observer *o) {
@@ -342,27 +412,30 @@ int bus_append_system(sd_bus_message *m, const Observer *o) {
         int r;
 
         r = bus_dict_open(m, "system");
-        if (r >= 0 && s)
-                r = psi(m, "memory_pressure", s->have & SYSTEM_MEMORY_PRESSURE, &s->memory_pressure);
-        if (r >= 0 && s)
-                r = psi(m, "io_pressure", s->have & SYSTEM_IO_PRESSURE, &s->io_pressure);
-        if (r >= 0 && s && (s->have & SYSTEM_MEMINFO))
-                r = meminfo(m, s);
-        if (r >= 0 && s && (s->have & SYSTEM_VMSTAT)) {
+        if (r < 0)
+                return r;
+        if (s && (r = psi(m, "memory_pressure", s->have & SYSTEM_MEMORY_PRESSURE, &s->memory_pressure)) < 0)
+                return r;
+        if (s && (r = psi(m, "io_pressure", s->have & SYSTEM_IO_PRESSURE, &s->io_pressure)) < 0)
+                return r;
+        if (s && (s->have & SYSTEM_MEMINFO) && (r = meminfo(m, s)) < 0)
+                return r;
+        if (s && (s->have & SYSTEM_VMSTAT)) {
                 r = bus_dict_u64(m, "dirty_bytes", g->dirty_bytes);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "dirty_threshold_bytes", g->dirty_threshold_bytes);
-                if (r >= 0)
-                        r = bus_dict_u64(m, "dirty_background_threshold_bytes",
-                                         g->dirty_background_threshold_bytes);
+                if (r < 0)
+                        return r;
+                r = bus_dict_u64(m, "dirty_threshold_bytes", g->dirty_threshold_bytes);
+                if (r < 0)
+                        return r;
+                r = bus_dict_u64(m, "dirty_background_threshold_bytes", g->dirty_background_threshold_bytes);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0 && g->valid)
-                r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
-        if (r >= 0 && g->valid)
-                r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
-        if (r >= 0 && g->valid)
-                r = bus_dict_u64(m, "refault_rate", g->refault_rate);
-        if (r >= 0)
-                r = bus_dict_close(m);
-        return r;
+        if (g->valid && (r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall)) < 0)
+                return r;
+        if (g->valid && (r = stall(m, "io_stall", g->have_io_stall, &g->io_stall)) < 0)
+                return r;
+        if (g->valid && (r = bus_dict_u64(m, "refault_rate", g->refault_rate)) < 0)
+                return r;
+        return bus_dict_close(m);
 }

@@ -240,43 +240,74 @@ static int connection_setup_bus(BusConnection *c, int relay_peer) {
         (void) sd_bus_set_description(c->bus, c->description);
         r = sd_id128_randomize(&id);
         /* Who the peer is comes from its socket (bus.h), so sd-bus may accept any SASL identity. */
-        if (r >= 0)
-                r = sd_bus_set_server(c->bus, 1, id);
-        if (r >= 0)
-                r = sd_bus_set_anonymous(c->bus, 1);
-        if (r >= 0)
-                r = sd_bus_negotiate_fds(c->bus, 0);
+        r = sd_bus_set_server(c->bus, 1, id);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_anonymous(c->bus, 1);
+        if (r < 0)
+                return r;
+        r = sd_bus_negotiate_fds(c->bus, 0);
+        if (r < 0)
+                return r;
         /* sd-bus would flush each connection when the loop exits, blocking on a client that never
          * finished authenticating; connections are closed without waiting instead (bus_server_free). */
-        if (r >= 0)
-                r = sd_bus_set_close_on_exit(c->bus, 0);
-        if (r >= 0)
-                r = sd_bus_add_match(c->bus, NULL, "type='signal',path='/org/freedesktop/DBus/Local',"
-                                     "interface='org.freedesktop.DBus.Local',member='Disconnected'",
-                                     on_disconnected, c);
-        if (r >= 0)
-                r = c->transport->attach(c, c->transport->userdata);
-        if (r >= 0)
-                r = sd_bus_start(c->bus);
-        if (r >= 0)
-                r = sd_bus_attach_event(c->bus, c->transport->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_set_close_on_exit(c->bus, 0);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_match(c->bus, NULL, "type='signal',path='/org/freedesktop/DBus/Local',"
+                             "interface='org.freedesktop.DBus.Local',member='Disconnected'",
+                             on_disconnected, c);
+        if (r < 0)
+                return r;
+        r = c->transport->attach(c, c->transport->userdata);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(c->bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(c->bus, c->transport->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
         /* sd-bus raised the client's send buffer to 8M; a stuck client should not hold that much. */
         if (r >= 0)
                 (void) setsockopt(out, SOL_SOCKET, SO_SNDBUF, &(int) { BUS_CLIENT_SNDBUF }, sizeof(int));
         return r;
 }
 
+static void connection_freep(BusConnection **c) {
+        connection_free(*c);
+}
+
+static int connection_add_sources(BusConnection *c) {
+        sd_event *e = c->transport->event;
+        int r;
+
+        r = sd_event_add_io(e, &c->client_source, c->client_fd, EPOLLIN, on_client, c);
+        if (r < 0)
+                return r;
+        r = sd_event_add_io(e, &c->relay_source, c->relay_fd, EPOLLOUT, on_relay, c);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(e, &c->resume_source, CLOCK_MONOTONIC, 0, 0, on_resume, c);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(c->client_source, "control-client");
+        (void) sd_event_source_set_description(c->relay_source, "control-relay");
+        (void) sd_event_source_set_description(c->resume_source, "control-resume");
+        return 0;
+}
+
+/* A connection on the accepted `fd` (taken, whatever happens) of a peer with `creds` (taken). */
 static int connection_new(Transport *s, int fd, PeerCreds *creds, BusConnection **ret) {
-        BusConnection *c = calloc(1, sizeof(BusConnection));
+        _cleanup_close_ int client = fd;
+        _cleanup_(connection_freep) BusConnection *c = calloc(1, sizeof(BusConnection));
         int pair[2], r;
 
-        if (!c) {
-                close(fd);
+        if (!c)
                 return -ENOMEM;
-        }
         c->transport = s;
         c->id = ++s->next_id;
-        c->client_fd = fd;
+        c->client_fd = TAKE_FD(client);
         c->relay_fd = -1;
         c->creds = *creds;
         *creds = (PeerCreds) {};
@@ -284,28 +315,17 @@ static int connection_new(Transport *s, int fd, PeerCreds *creds, BusConnection 
                  (unsigned long long) c->id, (int) c->creds.pid, (unsigned) c->creds.uid);
         bus_stream_init(&c->stream, BUS_MESSAGE_MAX);
         token_bucket_init(&c->bucket, BUS_RATE_PER_SEC, BUS_RATE_BURST, now_usec(CLOCK_MONOTONIC));
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0) {
-                r = negative_errno();
-                connection_free(c);
-                return r;
-        }
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
+                return negative_errno();
         c->relay_fd = pair[0];
         r = connection_setup_bus(c, pair[1]);
-        if (r >= 0)
-                r = sd_event_add_io(s->event, &c->client_source, fd, EPOLLIN, on_client, c);
-        if (r >= 0)
-                r = sd_event_add_io(s->event, &c->relay_source, c->relay_fd, EPOLLOUT, on_relay, c);
-        if (r >= 0)
-                r = sd_event_add_time(s->event, &c->resume_source, CLOCK_MONOTONIC, 0, 0, on_resume, c);
-        if (r < 0) {
-                connection_free(c);
+        if (r < 0)
                 return r;
-        }
-        (void) sd_event_source_set_description(c->client_source, "control-client");
-        (void) sd_event_source_set_description(c->relay_source, "control-relay");
-        (void) sd_event_source_set_description(c->resume_source, "control-resume");
+        r = connection_add_sources(c);
+        if (r < 0)
+                return r;
         connection_wait(c, WAIT_CLIENT, 0);
-        *ret = c;
+        *ret = TAKE_PTR(c);
         return 0;
 }
 
@@ -338,34 +358,27 @@ static void refuse(Transport *s, const PeerCreds *creds, BusAdmission a) {
                     suppressed ? " (similar messages were suppressed)" : "");
 }
 
+/* Takes the accepted `fd`: a connection, or closed with the reason. */
 static void accept_one(Transport *s, int fd) {
-        PeerCreds creds = {};
+        _cleanup_close_ int cfd = fd;
+        _cleanup_(peer_creds_clear) PeerCreds creds = {};
         BusConnection *c, **n;
         BusAdmission a;
         int r;
 
-        r = read_creds(fd, &creds);
+        r = read_creds(cfd, &creds);
         if (r < 0) {
                 log_debug_errno(r, "Cannot read a control client's credentials, closing: %m");
-                close(fd);
                 return;
         }
         a = bus_admission(transport_connections(s), connections_of_uid(s, creds.uid), creds.uid);
-        if (a != BUS_ADMIT) {
-                refuse(s, &creds, a);
-                peer_creds_clear(&creds);
-                close(fd);
-                return;
-        }
+        if (a != BUS_ADMIT)
+                return refuse(s, &creds, a);
         n = realloc(s->connections, (s->n_connections + 1) * sizeof(BusConnection *));
-        if (!n) {
-                peer_creds_clear(&creds);
-                close(fd);
+        if (!n)
                 return;
-        }
         s->connections = n;
-        r = connection_new(s, fd, &creds, &c);
-        peer_creds_clear(&creds);
+        r = connection_new(s, TAKE_FD(cfd), &creds, &c);
         if (r < 0) {
                 log_warning_errno(r, "Cannot set up a control connection: %m");
                 return;
@@ -498,14 +511,16 @@ static void transport_freep(Transport **s) {
 static int add_sources(Transport *s) {
         int r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
 
-        if (r >= 0)
-                r = sd_event_add_defer(s->event, &s->reap_source, on_reap, s);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
-        if (r >= 0)
-                r = sd_event_add_time(s->event, &s->accept_retry_source, CLOCK_MONOTONIC, 0, 0, on_accept_retry, s);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_OFF);
+        r = sd_event_add_defer(s->event, &s->reap_source, on_reap, s);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_enabled(s->reap_source, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(s->event, &s->accept_retry_source, CLOCK_MONOTONIC, 0, 0, on_accept_retry, s);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_enabled(s->accept_retry_source, SD_EVENT_OFF);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(s->listen_source, "control-listen");
