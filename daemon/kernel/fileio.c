@@ -25,7 +25,6 @@ int kept_read(int dirfd, const char *name, int *fd, char *buf, size_t size, size
         if (n < 0) {
                 int r = negative_errno();
                 closep(fd);
-                *fd = -1;
                 return r;
         }
         if ((size_t) n == size - 1)

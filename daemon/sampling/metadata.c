@@ -29,7 +29,6 @@ const char *fs_type_to_string(FsType t) {
 static void fs_close(FsMetadata *f) {
         closep(&f->fd_a);
         closep(&f->fd_b);
-        f->fd_a = f->fd_b = -1;
 }
 
 void metadata_view_init(MetadataView *v) {
