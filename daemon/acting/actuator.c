@@ -219,7 +219,7 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
         if (!throttle_requested(t) && (!cg || (t->applied == t->original && !write_in_flight(a, t))))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
-        return r;
+        return r < 0 ? r : 1;
 }
 
 /*

@@ -67,7 +67,10 @@ typedef struct ThrottleRequest {
  */
 int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
 
-/* Point q->point withdraws its request; the value falls back to the other point's or the original. */
+/*
+ * Point q->point withdraws its request; the value falls back to the other
+ * point's or the original. Returns 1 if a throttle was held, 0 if none was.
+ */
 int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
 
 /* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */

@@ -130,6 +130,7 @@ static void on_throttle_dropped(const ThrottleEntry *t, void *userdata) {
         Manager *m = userdata;
 
         write_runner_throttle_dropped(&m->write_runner, t);
+        alloc_runner_throttle_dropped(&m->alloc_runner, t);
 }
 
 static const ActuatorOps actuator_ops = {
@@ -137,6 +138,48 @@ static const ActuatorOps actuator_ops = {
         .job_done = on_job_done,
         .throttle_dropped = on_throttle_dropped,
 };
+
+/* ---- throttles follow the policies ---- */
+
+static const char *why_not_enforced(const Policy *p) {
+        if (!p)
+                return "no policy matches the cgroup any more";
+        return p->mode == POLICY_MODE_OFF ? "its policy is off now" : "its policy only observes now";
+}
+
+/* Every point's request on one throttle is withdrawn, and the point forgets it. */
+static void lift_all_points(Manager *m, const ThrottleEntry *held, const char *why) {
+        ThrottleEntry t = *held;        /* the ledger's entry may go with the first lift */
+
+        for (int p = 0; p < _POINT_MAX; p++) {
+                ThrottleRequest q = { .kind = t.kind, .major = t.major, .minor = t.minor, .point = (ThrottlePoint) p,
+                                      .reason = why };
+
+                if (t.requested[p] == THROTTLE_NONE)
+                        continue;
+                if (actuator_throttle_lift(m->actuator, t.cgroup_id, &q) < 0)
+                        continue;
+                if (p == POINT_WRITE)
+                        write_runner_throttle_dropped(&m->write_runner, &t);
+                else
+                        alloc_runner_throttle_dropped(&m->alloc_runner, &t);
+        }
+}
+
+/* A throttle on a cgroup whose policy no longer enforces (observe, off, gone) is lifted at once. */
+static void manager_throttles_follow_policies(Manager *m) {
+        const Ledger *l = actuator_ledger(m->actuator);
+
+        /* Backwards: a lift may remove the entry, moving the last one (already seen) into its place. */
+        for (size_t i = l->n; i > 0; i--) {
+                const ThrottleEntry *t = &l->entries[i - 1];
+                const CgEntry *e = cgtable_find(&m->observer->cgroups, t->cgroup_id);
+
+                if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE))
+                        continue;
+                lift_all_points(m, t, why_not_enforced(e->policy));
+        }
+}
 
 /* ---- ticks, rescans, reload ---- */
 
@@ -154,6 +197,7 @@ int manager_rescan(Manager *m) {
                 with_policy += e->policy != NULL;
         }
         m->n_with_policy = with_policy;
+        manager_throttles_follow_policies(m);
         trigger_set_reconcile(&m->triggers, m->observer, m->config);
         manager_notify_status(m);
         return 0;

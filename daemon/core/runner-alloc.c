@@ -158,6 +158,12 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
 
         if (!e)
                 return -ENODEV;
+        /* A lift is never only observed: what is held goes, whatever the mode is now. */
+        if (a->kind == AP_LIFT_HIGH) {
+                int k = actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+                if (k != 0 || !a->observe)
+                        return MIN(k, 0);
+        }
         if (a->observe) {
                 reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
                               a->reason);
@@ -172,7 +178,7 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
         case AP_SET_HIGH:
                 return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
         case AP_LIFT_HIGH:
-                return actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+                return 0;       /* lifted above */
         }
         return -EINVAL;
 }
@@ -207,4 +213,11 @@ void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
                 if (k != -ENODEV && k != -EBUSY)
                         event_action_failed(ctx->events, now, k, a->path, ap_action_to_string(a->kind));
         }
+}
+
+void alloc_runner_throttle_dropped(AllocRunner *r, const ThrottleEntry *t) {
+        ApAction a = { .kind = AP_SET_HIGH, .cgroup_id = t->cgroup_id };
+
+        if (t->kind == THROTTLE_MEMORY_HIGH)
+                alloc_point_forget(&r->state, &a);
 }

@@ -78,19 +78,28 @@ static ThrottleRequest request_of(const WpAction *a) {
 static int execute(const PointContext *ctx, const WpAction *a) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
         ThrottleRequest q = request_of(a);
+        int r;
 
-        if (a->observe) {
-                observe_event(ctx, a, e);
-                return 0;
-        }
         switch (a->kind) {
         case WP_SET_CAP:
         case WP_SET_BUDGET:
+                if (a->observe) {
+                        observe_event(ctx, a, e);
+                        return 0;
+                }
                 return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
         case WP_LIFT_CAP:
         case WP_LIFT_BUDGET:
-                return actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+                /* A lift is never only observed: what is held goes, whatever the mode is now. */
+                r = actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
+                if (r == 0 && a->observe)
+                        observe_event(ctx, a, e);
+                return r;
         case WP_WRITEBACK:
+                if (a->observe) {
+                        observe_event(ctx, a, e);
+                        return 0;
+                }
                 return e ? write_runner_writeback(ctx, e, a->reason) : -ENODEV;
         }
         return -EINVAL;

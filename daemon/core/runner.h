@@ -60,3 +60,5 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
                          const char *reason);
 void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
                            uint64_t now);
+/* A throttle the allocation point may have set left the ledger: forget it. */
+void alloc_runner_throttle_dropped(AllocRunner *r, const ThrottleEntry *t);

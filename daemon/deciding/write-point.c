@@ -402,7 +402,22 @@ static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char
         a->value = write_point_budget_high(c, limit, st->dirty_ratio_pct);
         snprintf(a->reason, sizeof(a->reason), "%s: dirty+writeback %" PRIu64 " over %" PRIu64 " bytes", why,
                  c->dirty, limit);
-        state->budgets[state->n_budgets++] = (WpBudget) { .cgroup_id = c->id, .high = a->value, .guard = guard };
+        state->budgets[state->n_budgets++] = (WpBudget) { .cgroup_id = c->id, .high = a->value,
+                                                          .limit = guard ? 0 : limit, .guard = guard };
+}
+
+/* The policy's limit changed under a budget in force: sized again at once, looser or tighter. */
+static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const WpSettings *st, WpPlan *plan) {
+        WpAction *a = plan_add(plan, WP_SET_BUDGET, c);
+
+        if (!a)
+                return;
+        a->previous = b->high;
+        a->value = write_point_budget_high(c, limit, st->dirty_ratio_pct);
+        snprintf(a->reason, sizeof(a->reason), "DirtyLimit changed from %" PRIu64 " to %" PRIu64 " bytes", b->limit,
+                 limit);
+        b->high = a->value;
+        b->limit = limit;
 }
 
 static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePointState *state, WpPlan *plan) {
@@ -435,6 +450,8 @@ static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, W
                 limit = bytes_of(&c->policy->dirty_limit, c->memory_limit);
                 if (!b && c->dirty > limit)
                         set_budget(c, limit, false, "over DirtyLimit", st, state, plan);
+                else if (b && !b->guard && b->limit != limit && c->dirty >= background_of(c, limit))
+                        resize_budget(c, b, limit, st, plan);
                 else if (b && c->dirty < background_of(c, limit))
                         lift_budget(c, c->id, "back under DirtyBackground", state, plan);
         }
@@ -566,8 +583,10 @@ void write_point_forget(WritePointState *state, const WpAction *a) {
                 break;
         case WP_SET_BUDGET:
                 b = find_budget(state, a->cgroup_id);
-                if (b)
+                if (b && a->previous == UINT64_MAX)
                         *b = state->budgets[--state->n_budgets];
+                else if (b)
+                        b->high = a->previous;
                 break;
         case WP_WRITEBACK:
                 write_point_writeback_done(state, a->cgroup_id);

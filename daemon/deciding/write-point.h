@@ -97,6 +97,7 @@ typedef struct WpBaseline {
 typedef struct WpBudget {
         uint64_t cgroup_id;
         uint64_t high;                  /* memory.high asked for */
+        uint64_t limit;                 /* the dirty limit it was sized for (0: the guard's) */
         bool guard;                     /* set by the global dirty guard */
 } WpBudget;
 
