@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,27 @@ const char *throttle_point_to_string(ThrottlePoint p);
 #define LEDGER_MAX 4096                 /* bound on entries */
 #define LEDGER_REASON_MAX 160
 
+/*
+ * Bounds on reading the file back. The longest line ledger_save writes holds
+ * a cgroup path of PATH_MAX bytes and the reasons, each escaped to at most
+ * twice its length, and a few numbers (256 bytes is plenty for those); a
+ * longer line is not one of ours. The file holds at most LEDGER_MAX such
+ * lines and the header: about 37 MB, read as a stream, one line in memory.
+ */
+#define LEDGER_LINE_MAX (2 * PATH_MAX + 2 * _POINT_MAX * LEDGER_REASON_MAX + 256)
+#define LEDGER_FILE_MAX ((uint64_t) (LEDGER_MAX + 1) * LEDGER_LINE_MAX)
+
+/*
+ * A memory.high original under this is taken for corruption: 256 KiB, a
+ * quarter of the least the allocation point ever asks for (AP_STEP_MIN,
+ * 1 MiB), and under what the write point asks for unless DirtyLimit= is set
+ * below about 50 KiB (it asks for the cgroup's non-file memory plus
+ * 100/vm.dirty_ratio times the budget). An original may be a value a previous
+ * run set, so the floor stays below the daemon's own requests; a service held
+ * under it would do nothing but reclaim.
+ */
+#define LEDGER_HIGH_FLOOR (UINT64_C(256) << 10)
+
 typedef struct ThrottleEntry {
         char *path;                     /* cgroup, relative to the cgroup root */
         uint64_t cgroup_id;
@@ -42,11 +64,13 @@ typedef struct ThrottleEntry {
         uint64_t applied;               /* value the daemon last wrote */
         uint64_t requested[_POINT_MAX]; /* THROTTLE_NONE: that point asks nothing */
         char reason[_POINT_MAX][LEDGER_REASON_MAX];
+        bool original_replaced;         /* loaded with an implausible original, now THROTTLE_NONE */
 } ThrottleEntry;
 
 typedef struct Ledger {
         ThrottleEntry *entries;
         size_t n;
+        size_t allocated;
         char *file;                     /* where it is kept; NULL: memory only */
 } Ledger;
 
@@ -89,12 +113,45 @@ void ledger_remove(Ledger *l, ThrottleEntry *e);
  */
 bool ledger_adopt_foreign(ThrottleEntry *e, uint64_t found);
 
-/* Writes the ledger to its file atomically (temporary file, fsync, rename,
- * fsync of the directory). No file: nothing to do. */
+/*
+ * Whether the entry's original can be a value read from the kernel: for
+ * memory.high "max" or a whole number of pages (page_size 0: not checked) of
+ * at least LEDGER_HIGH_FLOOR; for io.max a device other than 0:0 and a wbps
+ * other than 0. An entry that fails this came from a corrupt ledger:
+ * restoring its original (memory.high=1) would cripple a live cgroup.
+ */
+bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size);
+
+/* Writes the ledger to its file atomically: a new FILE.tmp beside it (created
+ * afresh, never written through a link left there), fsync, rename, fsync of
+ * the directory. No file: nothing to do. */
 int ledger_save(const Ledger *l);
 
-/* Reads the ledger file; a missing file is an empty ledger. Lines that do not
- * parse are reported through *ret_bad_line (first one) and skipped. */
+/* What loading the file met, for the caller to log. */
+typedef struct LedgerLoadReport {
+        unsigned bad_line;      /* first line skipped as unreadable; 0: none */
+        unsigned n_bad;         /* lines skipped as unreadable: garbage, or longer than LEDGER_LINE_MAX */
+        unsigned n_dropped;     /* entries past LEDGER_MAX, not loaded */
+        unsigned n_implausible; /* entries loaded with original = THROTTLE_NONE (->original_replaced) */
+        bool truncated;         /* larger than LEDGER_FILE_MAX: the rest was not read */
+} LedgerLoadReport;
+
+/*
+ * Reads the ledger file into l; a missing file is an empty ledger. The file is
+ * opened without following a link (-ELOOP) or waiting on a FIFO, and must be a
+ * regular file (-EISDIR, -EBADFD for a FIFO, socket or device). It is read
+ * as a stream within the bounds above. Unreadable lines are skipped; entries
+ * past LEDGER_MAX are dropped; an entry whose original is implausible (see
+ * throttle_original_plausible) is kept with THROTTLE_NONE, so that "max" is
+ * restored instead. The caller logs, from the report, each of: the first bad
+ * line (file:line) and how many there were; how many entries were dropped;
+ * which entries had their original replaced (a warning: the ledger was
+ * corrupt, the cgroup gets memory.high or wbps "max" back); a truncated file.
+ */
+int ledger_load_full(Ledger *l, LedgerLoadReport *ret_report);
+
+/* ledger_load_full() for callers that take only the first bad line: the rest
+ * of the report it logs as warnings itself. */
 int ledger_load(Ledger *l, unsigned *ret_bad_line);
 
 /* One entry as text, for logs: "io.max 8:0 wbps" or "memory.high". */

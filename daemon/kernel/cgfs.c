@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "cgparse.h"
 #include "fileio.h"
@@ -32,8 +34,14 @@ const char *cg_file_name(CgFile f) {
         return f < _CG_FILE_MAX ? file_names[f] : NULL;
 }
 
+/* Every open below a cgroup directory: never through a link, never a controlling tty. */
+static int cg_openat(int dirfd, const char *name, int flags) {
+        return openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+}
+
 int cg_root_open(const char *path, CgRoot **ret) {
         _cleanup_free_ CgRoot *root = calloc(1, sizeof(CgRoot));
+        struct statfs sfs;
 
         if (!root)
                 return -ENOMEM;
@@ -41,10 +49,16 @@ int cg_root_open(const char *path, CgRoot **ret) {
         if (root->fd < 0)
                 return negative_errno();
         root->path = strdup(path);
-        if (!root->path) {
-                close(root->fd);
-                return -ENOMEM;
+        if (!root->path || fstatfs(root->fd, &sfs) < 0) {
+                int r = root->path ? negative_errno() : -ENOMEM;
+                closep(&root->fd);
+                free(root->path);
+                return r;
         }
+        root->is_cgroup2 = sfs.f_type == CGROUP2_SUPER_MAGIC;
+        if (!root->is_cgroup2)
+                log_warning("%s is not a cgroup2 file system (f_type 0x%llx): its files are ordinary files, "
+                            "not the kernel's cgroup interface", path, (unsigned long long) sfs.f_type);
         *ret = TAKE_PTR(root);
         return 0;
 }
@@ -58,11 +72,33 @@ CgRoot *cg_root_free(CgRoot *root) {
         return NULL;
 }
 
-/* "/" → ".", "/a/b" → "a/b": what openat() relative to the root wants. */
-static const char *relative(const char *path) {
-        while (*path == '/')
-                path++;
-        return *path ? path : ".";
+/* The directory at `path` ("/", "/a/b") below the root, opened one component
+ * at a time so that no link is followed on the way. No "." or "..". */
+static int open_beneath(int rootfd, const char *path) {
+        _cleanup_close_ int fd = cg_openat(rootfd, ".", O_RDONLY | O_DIRECTORY);
+        char name[NAME_MAX + 1];
+
+        for (;;) {
+                size_t n;
+                int next;
+
+                if (fd < 0)
+                        return negative_errno();
+                path += strspn(path, "/");
+                n = strcspn(path, "/");
+                if (n == 0)
+                        return TAKE_FD(fd);
+                if (n > NAME_MAX)
+                        return -ENAMETOOLONG;
+                memcpy(name, path, n);
+                name[n] = '\0';
+                if (streq(name, ".") || streq(name, ".."))
+                        return -EINVAL;
+                next = cg_openat(fd, name, O_RDONLY | O_DIRECTORY);
+                closep(&fd);
+                fd = next;
+                path += n;
+        }
 }
 
 int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
@@ -76,9 +112,9 @@ int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < _CG_FILE_MAX; i++)
                 cg->fds[i] = -1;
-        cg->dirfd = openat(root->fd, relative(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cg->dirfd = open_beneath(root->fd, path);
         if (cg->dirfd < 0)
-                return negative_errno();
+                return cg->dirfd;
         if (fstat(cg->dirfd, &st) < 0)
                 return negative_errno();
         cg->id = (uint64_t) st.st_ino;
@@ -100,10 +136,20 @@ Cgroup *cgroup_free(Cgroup *cg) {
         return NULL;
 }
 
+/* kept_read() of a file this layer opened itself, without following a link. */
+static int read_kept(int dirfd, const char *name, int *fd, char *buf, size_t size, size_t *ret_len) {
+        if (*fd < 0) {
+                *fd = cg_openat(dirfd, name, O_RDONLY);
+                if (*fd < 0)
+                        return negative_errno();
+        }
+        return kept_read(dirfd, name, fd, buf, size, ret_len);
+}
+
 int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
         if (f >= _CG_FILE_MAX)
                 return -EINVAL;
-        return kept_read(cg->dirfd, file_names[f], &cg->fds[f], buf, size, ret_len);
+        return read_kept(cg->dirfd, file_names[f], &cg->fds[f], buf, size, ret_len);
 }
 
 int cg_dir_write(int dirfd, const char *file, const char *data) {
@@ -114,7 +160,7 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
         if (strchr(file, '/'))
                 return -EINVAL;
         /* O_TRUNC is what a shell's ">" does to these files too; kernfs ignores it. */
-        fd = openat(dirfd, file, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+        fd = cg_openat(dirfd, file, O_WRONLY | O_TRUNC);
         if (fd < 0)
                 return negative_errno();
         n = write(fd, data, len);
@@ -146,7 +192,7 @@ int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret) {
 
         if (strchr(file, '/'))
                 return -EINVAL;
-        r = kept_read(dirfd, file, &fd, buf, sizeof(buf), &len);
+        r = read_kept(dirfd, file, &fd, buf, sizeof(buf), &len);
         closep(&fd);
         if (r < 0)
                 return r;
@@ -163,7 +209,22 @@ typedef struct Walk {
         CgWalkFn fn;
         void *userdata;
         size_t visited;
+        unsigned skipped;       /* subtrees that could not be opened */
+        int skip_error;         /* why, the last time */
 } Walk;
+
+/* A child directory of dirfd, or -1 if it is not walked; one that exists but
+ * cannot be opened (out of descriptors, no permission) is counted. */
+static int open_child(Walk *w, int dirfd, const char *name) {
+        int fd = cg_openat(dirfd, name, O_RDONLY | O_DIRECTORY);
+
+        /* Removed since readdir, or no longer a directory: not an error. */
+        if (fd < 0 && errno != ENOENT && errno != ENODEV && errno != ENOTDIR && errno != ELOOP) {
+                w->skipped++;
+                w->skip_error = errno;
+        }
+        return fd;
+}
 
 static int walk_dir(Walk *w, int dirfd, char *path, size_t path_len, unsigned depth) {
         DIR *d;
@@ -199,9 +260,9 @@ static int walk_dir(Walk *w, int dirfd, char *path, size_t path_len, unsigned de
                         continue;
                 if (path_len + 1 + nl >= PATH_MAX)
                         continue;
-                child = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                child = open_child(w, dirfd, de->d_name);
                 if (child < 0)
-                        continue; /* removed since readdir: not an error */
+                        continue;
                 path[path_len] = '/';
                 memcpy(path + path_len + 1, de->d_name, nl + 1);
                 r = walk_dir(w, child, path, path_len + 1 + nl, depth + 1);
@@ -214,14 +275,30 @@ static int walk_dir(Walk *w, int dirfd, char *path, size_t path_len, unsigned de
         return r;
 }
 
-int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata) {
+static int walk_root(const CgRoot *root, Walk *w) {
         char path[PATH_MAX] = "";
-        Walk w = { .fn = fn, .userdata = userdata };
-        int fd, r;
+        int fd = cg_openat(root->fd, ".", O_RDONLY | O_DIRECTORY), r;
 
-        fd = openat(root->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        r = walk_dir(&w, fd, path, 0, 0);
-        return r < 0 ? r : (int) MIN(w.visited, (size_t) INT32_MAX);
+        r = walk_dir(w, fd, path, 0, 0);
+        return r < 0 ? r : (int) MIN(w->visited, (size_t) INT32_MAX);
+}
+
+int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned *ret_skipped) {
+        Walk w = { .fn = fn, .userdata = userdata };
+        int r = walk_root(root, &w);
+
+        *ret_skipped = w.skipped;
+        return r;
+}
+
+int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata) {
+        Walk w = { .fn = fn, .userdata = userdata };
+        int r = walk_root(root, &w);
+
+        if (w.skipped > 0)
+                (void) log_warning_errno(-w.skip_error, "%s: %u cgroup subtrees could not be opened and were not "
+                                         "scanned: %m", root->path, w.skipped);
+        return r;
 }

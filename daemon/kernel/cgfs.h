@@ -4,7 +4,9 @@
  * root. It takes a root directory (the cgroup2 mount in production, a
  * fixture tree in tests), opens cgroups relative to it with openat, keeps the
  * files it reads open and rereads them with pread, and reports a cgroup that
- * went away as -ENOENT or -ENODEV.
+ * went away as -ENOENT or -ENODEV. It follows no symbolic link below the
+ * root: a link where an interface file should be is -ELOOP, one where a
+ * cgroup directory should be -ENOTDIR.
  */
 #pragma once
 
@@ -37,8 +39,11 @@ const char *cg_file_name(CgFile f);
 typedef struct CgRoot {
         int fd;
         char *path;
+        bool is_cgroup2;        /* a cgroup2 mount, not a fixture tree or a wrong path */
 } CgRoot;
 
+/* Opens the root; one that is not a cgroup2 file system is opened all the
+ * same (fixture trees) with a warning naming it, and ->is_cgroup2 false. */
 int cg_root_open(const char *path, CgRoot **ret);
 CgRoot *cg_root_free(CgRoot *root);
 static inline void cg_root_freep(CgRoot **r) {
@@ -54,7 +59,8 @@ typedef struct Cgroup {
         unsigned absent;        /* bit per CgFile the sampler found missing */
 } Cgroup;
 
-/* Opens the cgroup at `path` ("/" or "/a/b"). -ENOENT if it does not exist. */
+/* Opens the cgroup at `path` ("/" or "/a/b"). -ENOENT if it does not exist,
+ * -ENOTDIR if a link stands anywhere on the way, -EINVAL for "." or "..". */
 int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret);
 Cgroup *cgroup_free(Cgroup *cg);
 static inline void cgroup_freep(Cgroup **c) {
@@ -112,7 +118,14 @@ bool cgroup_gone(const Cgroup *cg);
  * Visits the root and every cgroup below it, parents before children, with
  * paths relative to the root. Children that vanish during the walk are
  * skipped. Returns the number visited, or a negative errno if the root
- * itself cannot be read or the callback fails.
+ * itself cannot be read or the callback fails. A subtree that exists but
+ * cannot be opened (EMFILE/ENFILE, EACCES) is not visited and is logged as
+ * a warning.
  */
 typedef int (*CgWalkFn)(const char *path, uint64_t id, void *userdata);
 int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata);
+
+/* cg_root_walk() that logs nothing and counts in *ret_skipped the subtrees it
+ * could not open. The caller says so (a warning: their cgroups are missing
+ * from this scan, not removed; out of descriptors, raise LimitNOFILE=). */
+int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned *ret_skipped);
