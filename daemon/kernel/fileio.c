@@ -16,7 +16,7 @@ int kept_read(int dirfd, const char *name, int *fd, char *buf, size_t size, size
         if (size < 2)
                 return -EINVAL;
         if (*fd < 0) {
-                *fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                *fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
                 if (*fd < 0)
                         return negative_errno();
         }
@@ -36,7 +36,7 @@ int kept_read(int dirfd, const char *name, int *fd, char *buf, size_t size, size
 }
 
 int psi_trigger_open(int dirfd, const char *name, const char *spec) {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
         size_t len = strlen(spec) + 1; /* the kernel takes the terminating NUL too */
         struct statfs sfs;
         ssize_t n;

@@ -113,18 +113,23 @@ static int refresh_merge(Refresh *rf) {
 
 int cgtable_refresh(CgTable *t, const CgRoot *root) {
         Refresh rf = { .t = t, .root = root };
+        unsigned skipped = 0;
         int r;
 
         t->added = t->removed = 0;
         for (size_t i = 0; i < t->n; i++)
                 t->entries[i].seen = false;
-        r = cg_root_walk(root, refresh_one, &rf);
-        if (r >= 0)
-                r = refresh_merge(&rf);
-        else
-                /* The walk failed: keep what we had rather than drop it all. */
+        r = cg_root_walk_full(root, refresh_one, &rf, &skipped);
+        if (r < 0 || skipped > 0)
+                /* The walk failed or could not read a subtree: keep what we had rather than drop it. */
                 for (size_t i = 0; i < t->n; i++)
                         t->entries[i].seen = true;
+        if (r >= 0)
+                r = refresh_merge(&rf);
+        if (skipped != t->walk_skipped && skipped > 0)
+                log_warning("%u subtrees below %s could not be read (out of file descriptors, or no access); "
+                            "their cgroups are not watched", skipped, root->path);
+        t->walk_skipped = skipped;
         for (size_t i = 0; i < rf.n_added; i++)
                 cgroup_free(rf.added[i].cg);
         free(rf.added);

@@ -38,6 +38,7 @@ typedef struct CgTable {
         CgEntry *entries;       /* sorted by cg->id */
         size_t n;
         size_t added, removed;  /* by the last refresh */
+        unsigned walk_skipped;  /* subtrees the last refresh could not read */
 } CgTable;
 
 int cgtable_refresh(CgTable *t, const CgRoot *root);

@@ -78,6 +78,9 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
         if (k < 0)
                 return k;
+        k = sd_bus_message_append(r, "{sv}", "cgroup_root_is_cgroup2", "b", (int) m->observer->root->is_cgroup2);
+        if (k < 0)
+                return k;
         k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
         if (k < 0)
                 return k;
