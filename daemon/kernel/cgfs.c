@@ -174,11 +174,14 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
 int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
         int r = cgroup_read(cg, f, buf, size, ret_len);
 
-        if (f < _CG_FILE_MAX) {
+        if (f < _CG_FILE_MAX)
                 closep(&cg->fds[f]);
-                cg->fds[f] = -1;
-        }
         return r;
+}
+
+void cgroup_close_files(Cgroup *cg) {
+        for (size_t f = 0; f < _CG_FILE_MAX; f++)
+                closep(&cg->fds[f]);
 }
 
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {

@@ -81,6 +81,9 @@ int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
  * memory (its seq_file buffer), charged to the reader's cgroup. */
 int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
 
+/* Closes every file kept open for the cgroup (its directory fd stays). */
+void cgroup_close_files(Cgroup *cg);
+
 /*
  * Files a live cgroup lacks (a controller not enabled there), as the sampler
  * found them: it skips them at each tick instead of looking them up again,

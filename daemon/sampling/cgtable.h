@@ -24,9 +24,10 @@ typedef struct CgEntry {
         uint8_t cur;
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
         bool gone;                      /* found removed while sampling */
+        bool hot;                       /* sampled every tick from kept files (governed); else now and then */
         bool seen;                      /* found by the refresh in progress */
         CgroupSignals signals;          /* between the last two samples */
-        CgroupLimits limits;            /* as of the last rescan */
+        CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */
 } CgEntry;
 
 /* The newest sample, or NULL before the first. */

@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "cgparse.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 
@@ -16,6 +19,8 @@ int observer_new(const char *cgroup_root, const char *proc_root, const char *sys
         if (!o)
                 return -ENOMEM;
         o->page_size = ps > 0 ? (uint64_t) ps : 4096;
+        o->cold_every = 1;
+        o->descendants = UINT64_MAX;
         r = cg_root_open(cgroup_root, &o->root);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
@@ -38,17 +43,47 @@ Observer *observer_free(Observer *o) {
         return NULL;
 }
 
-int observer_rescan(Observer *o) {
-        int r = cgtable_refresh(&o->cgroups, o->root);
+/* nr_descendants from the root's cgroup.stat; UINT64_MAX if it cannot be read (then every rescan walks). */
+static uint64_t root_descendants(const Observer *o) {
+        _cleanup_close_ int fd = -1;
+        char buf[256], *p;
+        uint64_t v;
 
+        if (kept_read(o->root->fd, "cgroup.stat", &fd, buf, sizeof(buf), NULL) < 0 ||
+            !(p = strstr(buf, "nr_descendants ")) || cg_parse_u64(p + 15, strcspn(p + 15, "\n"), &v) < 0)
+                return UINT64_MAX;
+        return v;
+}
+
+/* Whether the tree may have changed since the last walk. */
+static bool walk_needed(Observer *o, uint64_t now) {
+        uint64_t d = root_descendants(o);
+        bool needed = d == UINT64_MAX || d != o->descendants || o->walks == 0 ||
+                      now >= o->walked_usec + OBSERVER_WALK_MAX_USEC;
+
+        o->descendants = d;
+        return needed;
+}
+
+int observer_rescan(Observer *o) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int r = 0;
+
+        if (walk_needed(o, now)) {
+                r = cgtable_refresh(&o->cgroups, o->root);
+                o->walked_usec = now;
+                o->walks++;
+        }
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m", o->root->path);
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
+
                 cgroup_forget_absent(e->cg);
-                if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
+                /* A cold cgroup's limits are read with its samples. */
+                if ((e->hot || e->limits.have == 0) && sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
         }
         r = metadata_discover(o->host, &o->metadata);
@@ -63,7 +98,9 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
 
         if (e->gone)
                 return -ENODEV;
-        r = sampler_read_cgroup(e->cg, &e->samples[next]);
+        r = sampler_read_cgroup(e->cg, e->hot, &e->samples[next]);
+        if (r >= 0 && !e->hot && e->n_samples > 0)
+                r = sampler_read_limits(e->cg, &e->limits);
         if (r < 0) {
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
@@ -80,6 +117,12 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 signals_derive(&e->samples[next ^ 1], e->sample_usec[next ^ 1], &e->samples[next], now_usec,
                                o->page_size, &e->signals);
         return 0;
+}
+
+/* Hot cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
+static bool cold_turn(const Observer *o, const CgEntry *e) {
+        return e->hot || e->n_samples == 0 || o->cold_every <= 1 ||
+               (o->passes + e->cg->id) % o->cold_every == 0;
 }
 
 int observer_sample(Observer *o, uint64_t now_usec) {
@@ -101,10 +144,14 @@ int observer_sample(Observer *o, uint64_t now_usec) {
         metadata_sample(o->host, &o->metadata);
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
-                int r = observer_sample_entry(o, e, now_usec);
-                if (r == -ENOMEM)
-                        return r;
-                gone += r == -ENODEV;
+                int r = 0;
+
+                if (cold_turn(o, e)) {
+                        r = observer_sample_entry(o, e, now_usec);
+                        if (r == -ENOMEM)
+                                return r;
+                        gone += r == -ENODEV;
+                }
                 /* Every device a cgroup writes to is followed for its completion rate. */
                 for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
                         (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,
@@ -114,7 +161,18 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                 (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
         devstat_sample(o->host, &o->devices, now_usec);
         o->gone_last_pass = gone;
+        o->passes++;
         return 0;
+}
+
+void observer_set_hot(CgEntry *e, bool hot) {
+        if (e->hot && !hot)
+                cgroup_close_files(e->cg);
+        e->hot = hot;
+}
+
+uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec) {
+        return e->n_samples > 0 ? u64_delta(now_usec, e->sample_usec[e->cur]) : UINT64_MAX;
 }
 
 const SystemSample *observer_system_sample(const Observer *o) {
