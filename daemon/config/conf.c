@@ -514,22 +514,61 @@ static int policy_verify(const Policy *p, ConfDiag *diag) {
         return r;
 }
 
+/*
+ * Reads a policy file. Returns 1 with its text, 0 if it masks the policy (a
+ * link to /dev/null, or an empty regular file), or a negative errno after a
+ * diagnostic: a FIFO or a device is an error, never a mask.
+ */
+static int policy_file_read(const char *path, char **ret_text, size_t *ret_size, ConfDiag *diag) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (file_is_masked(path))
+                return 0;
+        r = conf_file_read(path, CONF_FILE_SIZE_MAX, &text, ret_size, diag);
+        if (r < 0)
+                return r;
+        if (*ret_size == 0)
+                return 0;
+        *ret_text = TAKE_PTR(text);
+        return 1;
+}
+
+/* Takes the parsed policy *p if it is whole; its problems went to diag otherwise. */
+static int config_add_policy(Config *c, Policy **p, const KeyParse *kp, int parse_result, ConfDiag *diag) {
+        Policy **n;
+
+        if (!kp->has_section) {
+                conf_diag_add(diag, (*p)->file, 0, "no [Policy] section with keys");
+                return 0;
+        }
+        if (parse_result < 0 || policy_verify(*p, diag) < 0)
+                return 0;
+        n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
+        if (!n)
+                return -ENOMEM;
+        c->policies = n;
+        c->policies[c->n_policies++] = TAKE_PTR(*p);
+        return 0;
+}
+
 static int config_load_policy(Config *c, const char *name, const char *path, ConfDiag *diag) {
         _cleanup_(policy_freep) Policy *p = NULL;
-        _cleanup_free_ char *pname = strndup(name, strlen(name) - 5);
-        struct stat st;
+        _cleanup_free_ char *pname = strndup(name, strlen(name) - 5), *text = NULL;
         KeyParse kp = { .table = policy_keys, .n_table = ELEMENTSOF(policy_keys) };
-        Policy **n;
-        int r;
+        size_t size = 0;
+        int r, k;
 
         if (!pname)
                 return -ENOMEM;
-        /* A link to /dev/null or an empty file masks a policy of a lower directory. */
-        if (file_is_masked(path) || (stat(path, &st) == 0 && st.st_size == 0))
-                return 0;
-        r = config_note_file(c, path);
-        if (r < 0)
+        r = policy_file_read(path, &text, &size, diag);
+        if (r == 0 || r == -ENOMEM)
                 return r;
+        k = config_note_file(c, path);
+        if (k < 0)
+                return k;
+        if (r < 0)
+                return 0;       /* reported */
         if (!policy_name_valid(pname)) {
                 conf_diag_add(diag, path, 0, "policy name '%s' may hold only letters, digits and '-_.@'", pname);
                 return 0;
@@ -538,25 +577,8 @@ static int config_load_policy(Config *c, const char *name, const char *path, Con
         if (!p)
                 return -ENOMEM;
         kp.base = kp.policy = p;
-        r = conf_file_parse(path, policy_sections, key_handler, &kp, diag);
-        if (r == -ENOMEM)
-                return r;
-        if (r == -EINVAL || r == 0) {
-                if (!kp.has_section) {
-                        conf_diag_add(diag, path, 0, "no [Policy] section with keys");
-                        return 0;
-                }
-                if (r < 0 || policy_verify(p, diag) < 0)
-                        return 0;
-        } else
-                return 0;
-
-        n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
-        if (!n)
-                return -ENOMEM;
-        c->policies = n;
-        c->policies[c->n_policies++] = TAKE_PTR(p);
-        return 0;
+        r = conf_file_parse_text(path, text, size, policy_sections, key_handler, &kp, diag);
+        return config_add_policy(c, &p, &kp, r, diag);
 }
 
 /* Two policies may not claim the same Match= pattern: which should win? */

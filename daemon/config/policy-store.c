@@ -424,24 +424,21 @@ static int failf(int r, char **ret_message, const char *format, ...) {
         return r;
 }
 
+/* Reads a policy file to edit; the loader's reader refuses what is not a small regular file. */
 static int read_small(const char *path, char **ret, char **ret_message) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
         _cleanup_free_ char *buf = NULL;
+        ConfDiag d = {};
         size_t n;
+        int r;
 
-        if (!f)
-                return failf(negative_errno(), ret_message, "%s: cannot open: %m", path);
-        buf = malloc(POLICY_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-        if (ferror(f))
-                return failf(-EIO, ret_message, "%s: read error", path);
-        if (n > POLICY_FILE_MAX)
-                return failf(-EFBIG, ret_message, "%s: larger than %d bytes, not edited", path, POLICY_FILE_MAX);
+        r = conf_file_read(path, POLICY_FILE_MAX, &buf, &n, &d);
+        if (r < 0 && d.n_messages > 0)
+                r = failf(r, ret_message, "%s, not edited", d.messages[0]);
+        conf_diag_clear(&d);
+        if (r < 0)
+                return r;
         if (memchr(buf, 0, n))
                 return failf(-EINVAL, ret_message, "%s: holds a NUL byte, not edited", path);
-        buf[n] = '\0';
         *ret = TAKE_PTR(buf);
         return 0;
 }
