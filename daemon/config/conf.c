@@ -387,8 +387,8 @@ static int conf_file_list_add_dir(ConfFileList *l, const char *dir, ConfDiag *di
                 if (!name_is_conf(de->d_name))
                         continue;
                 if (++count > CONFIG_DIR_FILES_MAX) {
-                        conf_diag_add(diag, dir, 0, "more than %d files; the rest is ignored",
-                                      CONFIG_DIR_FILES_MAX);
+                        conf_diag_add(diag, dir, 0, "more than %d *.conf files in one directory: "
+                                      "the whole configuration is refused", CONFIG_DIR_FILES_MAX);
                         r = -E2BIG;
                         break;
                 }

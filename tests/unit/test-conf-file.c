@@ -4,7 +4,8 @@
  * only a regular file of at most 1 MiB, reached directly or through a link. A
  * FIFO, a device, a socket, a directory or a larger file in its place is an
  * error naming the path, never a mask and never a wait; a link to /dev/null
- * and an empty policy file still mask.
+ * and an empty policy file still mask. Also the message of a directory with
+ * too many files.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -190,6 +191,17 @@ static void test_null_links_and_empty_policies_still_mask(void **state) {
         config_free(c);
 }
 
+static void test_too_many_files_says_the_configuration_is_refused(void **state) {
+        char rel[128], text[64];
+
+        for (int i = 0; i <= CONFIG_DIR_FILES_MAX; i++) {
+                snprintf(rel, sizeof(rel), "etc/mdreclaim/policies.d/p%04d.conf", i);
+                snprintf(text, sizeof(text), "[Policy]\nMatch=p%04d.service\n", i);
+                tmp_root_put(rel, text);
+        }
+        load_refused("policies.d", "the whole configuration is refused");
+}
+
 #define REFUSED_TEST(c) { .name = "refused: " #c, .test_func = test_refused, .setup_func = tmp_root_setup, \
                           .teardown_func = tmp_root_teardown, .initial_state = (void *) &(c) }
 #define ROOT_TEST(f) cmocka_unit_test_setup_teardown(f, tmp_root_setup, tmp_root_teardown)
@@ -208,6 +220,7 @@ int main(void) {
                 REFUSED_TEST(large_policy),
                 ROOT_TEST(test_size_bound_itself_is_fine),
                 ROOT_TEST(test_null_links_and_empty_policies_still_mask),
+                ROOT_TEST(test_too_many_files_says_the_configuration_is_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
