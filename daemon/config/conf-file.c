@@ -65,6 +65,10 @@ size_t conf_diag_count(const ConfDiag *d) {
         return d->n_messages + d->n_dropped;
 }
 
+bool conf_diag_full(const ConfDiag *d) {
+        return d->n_messages >= CONF_DIAG_MAX;
+}
+
 void conf_diag_clear(ConfDiag *d) {
         for (size_t i = 0; i < d->n_messages; i++)
                 free(d->messages[i]);

@@ -29,6 +29,8 @@ typedef struct ConfDiag {
 void conf_diag_add(ConfDiag *d, const char *file, unsigned line, const char *format, ...)
         __attribute__((format(printf, 4, 5)));
 size_t conf_diag_count(const ConfDiag *d);
+/* Whether further diagnostics are only counted (in n_dropped). */
+bool conf_diag_full(const ConfDiag *d);
 void conf_diag_clear(ConfDiag *d);
 
 typedef struct ConfLocation {

@@ -581,19 +581,71 @@ static int config_load_policy(Config *c, const char *name, const char *path, Con
         return config_add_policy(c, &p, &kp, r, diag);
 }
 
-/* Two policies may not claim the same Match= pattern: which should win? */
-static void config_verify_unique_matches(const Config *c, ConfDiag *diag) {
-        for (size_t i = 0; i < c->n_policies; i++)
-                for (size_t j = i + 1; j < c->n_policies; j++) {
-                        const Policy *a = c->policies[i], *b = c->policies[j];
-                        for (size_t x = 0; x < a->n_matches; x++)
-                                for (size_t y = 0; y < b->n_matches; y++)
-                                        if (streq(a->matches[x].pattern, b->matches[y].pattern))
-                                                conf_diag_add(diag, b->file, b->matches[y].line,
-                                                              "duplicate policy: Match=%s is already claimed by "
-                                                              "policy '%s' (%s:%u)", b->matches[y].pattern,
-                                                              a->name, a->file, a->matches[x].line);
+/* One Match= pattern of one policy, for the duplicate check. */
+typedef struct MatchClaim {
+        const char *pattern;
+        size_t policy;          /* index in Config.policies, which are in name order */
+        size_t match;           /* index in the policy's matches */
+} MatchClaim;
+
+/* By pattern, then in the order the policies claim it. */
+static int match_claim_cmp(const void *a, const void *b) {
+        const MatchClaim *x = a, *y = b;
+        int d = strcmp(x->pattern, y->pattern);
+
+        if (d != 0)
+                return d;
+        if (x->policy != y->policy)
+                return x->policy < y->policy ? -1 : 1;
+        return x->match < y->match ? -1 : x->match > y->match;
+}
+
+/* Reports claim `later` once for each of the `n_earlier` claims of other policies before it. */
+static void report_claim(const Config *c, const MatchClaim *earlier, size_t n_earlier,
+                         const MatchClaim *later, ConfDiag *diag) {
+        const Policy *b = c->policies[later->policy];
+        const PolicyMatch *m = &b->matches[later->match];
+
+        for (size_t i = 0; i < n_earlier; i++) {
+                const Policy *a = c->policies[earlier[i].policy];
+
+                if (conf_diag_full(diag)) {
+                        diag->n_dropped += n_earlier - i;    /* counted, without a quadratic loop */
+                        return;
                 }
+                conf_diag_add(diag, b->file, m->line, "duplicate policy: Match=%s is already claimed by "
+                              "policy '%s' (%s:%u)", m->pattern, a->name, a->file,
+                              a->matches[earlier[i].match].line);
+        }
+}
+
+/*
+ * Two policies may not claim the same Match= pattern: which should win? The
+ * claims sorted by pattern put equal ones side by side; within them, a claim
+ * conflicts with those of the policies before its own.
+ */
+static int config_verify_unique_matches(const Config *c, ConfDiag *diag) {
+        _cleanup_free_ MatchClaim *claims = NULL;
+        size_t n = 0, group = 0, run = 0;       /* first claim of a pattern, of its policy */
+
+        for (size_t i = 0; i < c->n_policies; i++)
+                n += c->policies[i]->n_matches;
+        claims = calloc(MAX(n, 1), sizeof(MatchClaim));
+        if (!claims)
+                return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; i < c->n_policies; i++)
+                for (size_t j = 0; j < c->policies[i]->n_matches; j++)
+                        claims[n++] = (MatchClaim) { c->policies[i]->matches[j].pattern, i, j };
+        qsort(claims, n, sizeof(MatchClaim), match_claim_cmp);
+        for (size_t i = 1; i < n; i++) {
+                if (!streq(claims[i].pattern, claims[group].pattern))
+                        group = run = i;
+                else if (claims[i].policy != claims[run].policy)
+                        run = i;
+                report_claim(c, claims + group, run - group, &claims[i], diag);
+        }
+        return 0;
 }
 
 static void config_defaults(DaemonSettings *d) {
@@ -674,9 +726,10 @@ int config_load_with_policy(const char *root, const char *policy_name, const cha
         for (size_t i = 0; r >= 0 && i < policies.n; i++)
                 r = config_load_policy(c, policies.files[i].name, policies.files[i].path, diag);
         conf_file_list_clear(&policies);
+        if (r >= 0)
+                r = config_verify_unique_matches(c, diag);
         if (r < 0)
                 return r;
-        config_verify_unique_matches(c, diag);
 
         if (conf_diag_count(diag) > errors_before)
                 return -EINVAL;
