@@ -2,7 +2,8 @@
 /*
  * Unit tests of the policy writer's files beyond a normal change (issue 19):
  * the candidates an interrupted change leaves in /etc's policies.d are never
- * loaded; and a policy file that is a FIFO is refused, not waited on.
+ * loaded and are removed by policy_store_clean_stale(), which touches nothing
+ * else; and a policy file that is a FIFO is refused, not waited on.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -24,6 +25,61 @@
 #define STALE_HEX "0123456789abcdef"
 
 #define DIR "etc/mdreclaim/" CONFIG_POLICY_DIR "/"
+
+static bool exists(const char *name) {
+        char path[600];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%s/" DIR "%s", tmp_root, name);
+        return lstat(path, &st) == 0;
+}
+
+/* Names of the writer's shape that are not its own leftovers, or not files. */
+static const char *const kept[] = {
+        "db.service.conf",
+        ".db.service.conf.0123456789ABCDEF",    /* upper-case hex */
+        ".db.service.conf.0123456789abcde",     /* 15 digits */
+        ".db.service.conf.0123456789abcdef0",   /* 17 digits */
+        ".db.service.conf." STALE_HEX "~",
+        "..conf." STALE_HEX,                    /* no name */
+        ".a..b.conf." STALE_HEX,                /* not a settable name */
+        ".a b.conf." STALE_HEX,
+        "x.db.conf." STALE_HEX,                 /* not hidden */
+        ".db.cfg." STALE_HEX,
+};
+
+static void test_clean_stale_removes_only_leftovers(void **state) {
+        char rel[256];
+
+        tmp_root_put(DIR ".db.service.conf." STALE_HEX, "[Policy]\nMatch=db.service\n");
+        tmp_root_put(DIR ".web@1.conf.fedcba9876543210", "[Policy]\nMatch=");   /* cut short by the kill */
+        tmp_root_link(DIR ".old.conf.00000000000000ff", "/dev/null");
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+                snprintf(rel, sizeof(rel), DIR "%s", kept[i]);
+                tmp_root_put(rel, "[Policy]\nMatch=kept.service\n");
+        }
+        /* The right shape, but not what the writer makes. */
+        assert_int_equal(mkdir(tmp_root_path(DIR ".dir.conf." STALE_HEX), 0755), 0);
+        assert_int_equal(mkfifo(tmp_root_path(DIR ".fifo.conf." STALE_HEX), 0644), 0);
+        tmp_root_link(DIR ".link.conf." STALE_HEX, "db.service.conf");
+
+        assert_int_equal(policy_store_clean_stale(tmp_root), 3);
+        assert_false(exists(".db.service.conf." STALE_HEX));
+        assert_false(exists(".web@1.conf.fedcba9876543210"));
+        assert_false(exists(".old.conf.00000000000000ff"));
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+                assert_true(exists(kept[i]));
+        assert_true(exists(".dir.conf." STALE_HEX));
+        assert_true(exists(".fifo.conf." STALE_HEX));
+        assert_true(exists(".link.conf." STALE_HEX));
+        assert_true(exists("db.service.conf"));   /* the link's target */
+
+        assert_int_equal(policy_store_clean_stale(tmp_root), 0);
+}
+
+static void test_clean_stale_without_directory(void **state) {
+        assert_int_equal(policy_store_clean_stale(tmp_root), 0);
+}
 
 static void test_leftovers_are_never_loaded(void **state) {
         ConfDiag d = {};
@@ -60,6 +116,8 @@ static void test_set_on_a_fifo_is_refused(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_clean_stale_removes_only_leftovers, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_clean_stale_without_directory, tmp_root_setup, tmp_root_teardown),
                 cmocka_unit_test_setup_teardown(test_leftovers_are_never_loaded, tmp_root_setup, tmp_root_teardown),
                 cmocka_unit_test_setup_teardown(test_set_on_a_fifo_is_refused, tmp_root_setup, tmp_root_teardown),
         };
