@@ -18,7 +18,7 @@
 #define CONFIG_MAIN_FILE "mdreclaimd.conf"
 #define CONFIG_DROPIN_DIR "mdreclaimd.conf.d"
 #define CONFIG_POLICY_DIR "policies.d"
-/* Bound on files read from one directory. */
+/* Bound on the *.conf files of one directory; more is an error (the configuration is refused). */
 #define CONFIG_DIR_FILES_MAX 1024
 
 #define INTERVAL_MIN_USEC (100 * USEC_PER_MSEC)
