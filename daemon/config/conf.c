@@ -171,6 +171,8 @@ static const ConfKeyDef daemon_keys[] = {
           "an absolute path without spaces" },
         { "Daemon", "RescanInterval", cv_duration_range, offsetof(DaemonSettings, rescan_interval_usec),
           "a duration between 100ms and 1h (e.g. 5s)" },
+        { "Daemon", "ColdSampleInterval", cv_duration_range, offsetof(DaemonSettings, cold_interval_usec),
+          "a duration between 100ms and 1h (e.g. 30s)" },
         { "Daemon", "PressureWindow", cv_pressure_window, offsetof(DaemonSettings, pressure_window_usec),
           "a duration between 500ms and 10s (e.g. 1s)" },
         { "Daemon", "SystemPressureThreshold", cv_percent_nonzero,
@@ -652,6 +654,7 @@ static void config_defaults(DaemonSettings *d) {
         *d = (DaemonSettings) {
                 .interval_usec = INTERVAL_DEFAULT_USEC,
                 .rescan_interval_usec = RESCAN_INTERVAL_DEFAULT_USEC,
+                .cold_interval_usec = COLD_INTERVAL_DEFAULT_USEC,
                 .pressure_window_usec = PRESSURE_WINDOW_DEFAULT_USEC,
                 .system_pressure_threshold_ppm = SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM,
                 .io_pressure_limit_ppm = IO_PRESSURE_LIMIT_DEFAULT_PPM,

@@ -49,6 +49,8 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
         char policy_field[300];
         const char *fields[] = { policy_field, NULL };
 
+        /* What a point governs is sampled every tick from kept files; the rest now and then. */
+        observer_set_hot(e, p && p->mode != POLICY_MODE_OFF);
         if (p == e->policy)
                 return;
         e->policy = p;
@@ -191,6 +193,8 @@ int manager_rescan(Manager *m) {
         if (r < 0)
                 return r;
         m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
+        m->observer->cold_every = (unsigned) MAX(m->config->daemon.cold_interval_usec / m->config->daemon.interval_usec,
+                                                 UINT64_C(1));
         for (size_t i = 0; i < m->observer->cgroups.n; i++) {
                 CgEntry *e = &m->observer->cgroups.entries[i];
                 manager_attach_policy(m, e);

@@ -26,7 +26,7 @@ static int append_policy_keys(sd_bus_message *r) {
 
 static int status_counts(sd_bus_message *r, BusConnection *c) {
         Manager *m = api_of(c)->manager;
-        int k = 0;
+        int k;
 
         k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
         if (k < 0)
@@ -64,7 +64,7 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
 static int status_identity(sd_bus_message *r, BusConnection *c) {
         Manager *m = api_of(c)->manager;
         const char *group = m->config->daemon.admin_group;
-        int k = 0;
+        int k;
 
         k = bus_dict_str(r, "version", PACKAGE_VERSION);
         if (k < 0)
@@ -194,7 +194,7 @@ static int append_matches(sd_bus_message *r, const Policy *p) {
 }
 
 static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
-        int k = 0;
+        int k;
 
         k = bus_dict_str(r, "name", p->name);
         if (k < 0)
