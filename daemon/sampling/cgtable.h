@@ -25,6 +25,7 @@ typedef struct CgEntry {
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
         bool gone;                      /* found removed while sampling */
         bool hot;                       /* sampled every tick from kept files (governed); else now and then */
+        uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
         bool seen;                      /* found by the refresh in progress */
         CgroupSignals signals;          /* between the last two samples */
         CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */

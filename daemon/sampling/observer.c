@@ -92,14 +92,35 @@ int observer_rescan(Observer *o) {
         return 0;
 }
 
+static bool every_pass(const Observer *o, const CgEntry *e) {
+        return e->hot || o->passes < e->warm_until;
+}
+
+/* Hot (and warm) cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
+static bool cold_turn(const Observer *o, const CgEntry *e) {
+        return every_pass(o, e) || e->n_samples == 0 || o->cold_every <= 1 ||
+               (o->passes + e->cg->id) % o->cold_every == 0;
+}
+
+/* A cold cgroup that writes is of interest to the write point's device figures: sampled every pass
+ * while it writes, and for one cold interval after. */
+static void update_warmth(Observer *o, CgEntry *e) {
+        bool was = every_pass(o, e);
+
+        if (!e->hot && e->signals.valid && e->signals.write_rate > 0)
+                e->warm_until = o->passes + MAX(o->cold_every, 1u);
+        if (was && !every_pass(o, e))
+                cgroup_close_files(e->cg);
+}
+
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         uint8_t next = e->n_samples == 0 ? 0 : (uint8_t) (e->cur ^ 1);
         int r;
 
         if (e->gone)
                 return -ENODEV;
-        r = sampler_read_cgroup(e->cg, e->hot, &e->samples[next]);
-        if (r >= 0 && !e->hot && e->n_samples > 0)
+        r = sampler_read_cgroup(e->cg, every_pass(o, e), &e->samples[next]);
+        if (r >= 0 && !every_pass(o, e) && e->n_samples > 0)
                 r = sampler_read_limits(e->cg, &e->limits);
         if (r < 0) {
                 if (r == -ENODEV) {
@@ -117,12 +138,6 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 signals_derive(&e->samples[next ^ 1], e->sample_usec[next ^ 1], &e->samples[next], now_usec,
                                o->page_size, &e->signals);
         return 0;
-}
-
-/* Hot cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
-static bool cold_turn(const Observer *o, const CgEntry *e) {
-        return e->hot || e->n_samples == 0 || o->cold_every <= 1 ||
-               (o->passes + e->cg->id) % o->cold_every == 0;
 }
 
 int observer_sample(Observer *o, uint64_t now_usec) {
@@ -152,6 +167,7 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                                 return r;
                         gone += r == -ENODEV;
                 }
+                update_warmth(o, e);
                 /* Every device a cgroup writes to is followed for its completion rate. */
                 for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
                         (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,

@@ -7,7 +7,9 @@
  * counters and derives rates. Cgroups come in two tiers: hot ones (those a
  * point governs) are sampled every pass from files kept open; the others
  * every `cold_every` passes, spread over the passes, from files opened and
- * closed again, so that they hold no fds and cost nothing in between.
+ * closed again, so that they hold no fds and cost nothing in between. A
+ * cold cgroup that writes is sampled every pass while it does (and one cold
+ * interval after): the write point's device figures need the writers.
  * Steady-state passes allocate nothing.
  */
 #pragma once
