@@ -50,7 +50,7 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
         const char *fields[] = { policy_field, NULL };
 
         /* What a point governs is sampled every tick from kept files; the rest now and then. */
-        observer_set_hot(e, p && p->mode != POLICY_MODE_OFF);
+        observer_set_hot(m->observer, e, p && p->mode != POLICY_MODE_OFF);
         if (p == e->policy)
                 return;
         e->policy = p;
@@ -114,7 +114,8 @@ static Cgroup *lookup_cgroup(uint64_t cgroup_id, const char **ret_unit, void *us
         Manager *m = userdata;
         CgEntry *e = cgtable_find(&m->observer->cgroups, cgroup_id);
 
-        if (!e || e->gone)
+        /* A cgroup sampled now and then holds no fd: it is opened for the action. */
+        if (!e || observer_attach(m->observer, e) < 0)
                 return NULL;
         *ret_unit = e->unit;
         return e->cg;
@@ -215,6 +216,10 @@ int manager_tick(Manager *m) {
         if (r < 0)
                 return r;
         m->ticks++;
+        if (m->observer->out_of_fds > 0 && m->observer->out_of_fds != m->out_of_fds_logged)
+                log_warning("Out of file descriptors: %zu cgroups could not be sampled this tick; "
+                            "raise LimitNOFILE= of the service", m->observer->out_of_fds);
+        m->out_of_fds_logged = m->observer->out_of_fds;
         actuator_verify(m->actuator);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);

@@ -184,6 +184,30 @@ void cgroup_close_files(Cgroup *cg) {
                 closep(&cg->fds[f]);
 }
 
+void cgroup_detach(Cgroup *cg) {
+        cgroup_close_files(cg);
+        closep(&cg->dirfd);
+}
+
+int cgroup_attach(const CgRoot *root, Cgroup *cg) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (cg->dirfd >= 0)
+                return 0;
+        fd = open_beneath(root->fd, cg->path);
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return -ENODEV;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_ino != cg->id)
+                return -ENODEV;
+        cg->dirfd = TAKE_FD(fd);
+        return 0;
+}
+
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {
         return cg_dir_write(cg->dirfd, file, data);
 }

@@ -41,6 +41,7 @@ typedef struct CgTable {
         size_t n;
         size_t added, removed;  /* by the last refresh */
         unsigned walk_skipped;  /* subtrees the last refresh could not read */
+        size_t unopened;        /* cgroups the last refresh could not open (out of fds) */
 } CgTable;
 
 int cgtable_refresh(CgTable *t, const CgRoot *root);

@@ -43,6 +43,42 @@ Observer *observer_free(Observer *o) {
         return NULL;
 }
 
+static bool every_pass(const Observer *o, const CgEntry *e) {
+        return e->hot || o->passes < e->warm_until;
+}
+
+/* Hot (and warm) cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
+static bool cold_turn(const Observer *o, const CgEntry *e) {
+        return every_pass(o, e) || e->n_samples == 0 || o->cold_every <= 1 ||
+               (o->passes + e->cg->id) % o->cold_every == 0;
+}
+
+/* A cold cgroup that writes is of interest to the write point's device figures: sampled every pass
+ * while it writes, and for one cold interval after. */
+static void update_warmth(Observer *o, CgEntry *e) {
+        if (!e->hot && e->signals.valid && e->signals.write_rate > 0)
+                e->warm_until = o->passes + MAX(o->cold_every, 1u);
+}
+
+int observer_attach(Observer *o, CgEntry *e) {
+        int r;
+
+        if (e->gone)
+                return -ENODEV;
+        r = cgroup_attach(o->root, e->cg);
+        if (r == -ENODEV)
+                e->gone = o->gone_since_walk = true;
+        else if (r == -EMFILE || r == -ENFILE)
+                o->out_of_fds++;
+        return r;
+}
+
+/* After its sample, a cgroup not sampled every pass lets go of its fds. */
+static void release(const Observer *o, CgEntry *e) {
+        if (!every_pass(o, e))
+                cgroup_detach(e->cg);
+}
+
 /* nr_descendants from the root's cgroup.stat; UINT64_MAX if it cannot be read (then every rescan walks). */
 static uint64_t root_descendants(const Observer *o) {
         _cleanup_close_ int fd = -1;
@@ -58,7 +94,7 @@ static uint64_t root_descendants(const Observer *o) {
 /* Whether the tree may have changed since the last walk. */
 static bool walk_needed(Observer *o, uint64_t now) {
         uint64_t d = root_descendants(o);
-        bool needed = d == UINT64_MAX || d != o->descendants || o->walks == 0 ||
+        bool needed = d == UINT64_MAX || d != o->descendants || o->walks == 0 || o->gone_since_walk ||
                       now >= o->walked_usec + OBSERVER_WALK_MAX_USEC;
 
         o->descendants = d;
@@ -73,6 +109,7 @@ int observer_rescan(Observer *o) {
                 r = cgtable_refresh(&o->cgroups, o->root);
                 o->walked_usec = now;
                 o->walks++;
+                o->gone_since_walk = false;
         }
         if (r == -ENOMEM)
                 return r;
@@ -83,8 +120,13 @@ int observer_rescan(Observer *o) {
 
                 cgroup_forget_absent(e->cg);
                 /* A cold cgroup's limits are read with its samples. */
-                if ((e->hot || e->limits.have == 0) && sampler_read_limits(e->cg, &e->limits) == -ENODEV)
+                if (!e->hot && e->limits.have != 0)
+                        continue;
+                if (observer_attach(o, e) < 0)
+                        continue;
+                if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
+                release(o, e);
         }
         r = metadata_discover(o->host, &o->metadata);
         if (r < 0)
@@ -92,40 +134,21 @@ int observer_rescan(Observer *o) {
         return 0;
 }
 
-static bool every_pass(const Observer *o, const CgEntry *e) {
-        return e->hot || o->passes < e->warm_until;
-}
-
-/* Hot (and warm) cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
-static bool cold_turn(const Observer *o, const CgEntry *e) {
-        return every_pass(o, e) || e->n_samples == 0 || o->cold_every <= 1 ||
-               (o->passes + e->cg->id) % o->cold_every == 0;
-}
-
-/* A cold cgroup that writes is of interest to the write point's device figures: sampled every pass
- * while it writes, and for one cold interval after. */
-static void update_warmth(Observer *o, CgEntry *e) {
-        bool was = every_pass(o, e);
-
-        if (!e->hot && e->signals.valid && e->signals.write_rate > 0)
-                e->warm_until = o->passes + MAX(o->cold_every, 1u);
-        if (was && !every_pass(o, e))
-                cgroup_close_files(e->cg);
-}
-
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         uint8_t next = e->n_samples == 0 ? 0 : (uint8_t) (e->cur ^ 1);
         int r;
 
-        if (e->gone)
-                return -ENODEV;
+        r = observer_attach(o, e);
+        if (r < 0)
+                return r;
         r = sampler_read_cgroup(e->cg, every_pass(o, e), &e->samples[next]);
         if (r >= 0 && !every_pass(o, e) && e->n_samples > 0)
                 r = sampler_read_limits(e->cg, &e->limits);
+        release(o, e);
         if (r < 0) {
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
-                        e->gone = true;
+                        e->gone = o->gone_since_walk = true;
                         e->signals.valid = false;
                 }
                 return r;
@@ -157,17 +180,22 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                                       &o->system_signals);
 
         metadata_sample(o->host, &o->metadata);
+        o->out_of_fds = 0;
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
                 int r = 0;
 
                 if (cold_turn(o, e)) {
+                        bool was = every_pass(o, e);
+
                         r = observer_sample_entry(o, e, now_usec);
                         if (r == -ENOMEM)
                                 return r;
                         gone += r == -ENODEV;
+                        update_warmth(o, e);
+                        if (was)
+                                release(o, e);
                 }
-                update_warmth(o, e);
                 /* Every device a cgroup writes to is followed for its completion rate. */
                 for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
                         (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,
@@ -181,10 +209,14 @@ int observer_sample(Observer *o, uint64_t now_usec) {
         return 0;
 }
 
-void observer_set_hot(CgEntry *e, bool hot) {
-        if (e->hot && !hot)
-                cgroup_close_files(e->cg);
+void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
+        bool was = every_pass(o, e);
+
         e->hot = hot;
+        if (hot)
+                (void) observer_attach(o, e);
+        else if (was)
+                release(o, e);
 }
 
 uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec) {

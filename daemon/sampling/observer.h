@@ -3,7 +3,7 @@
  * The daemon's picture of the host: every cgroup's newest samples and the
  * signals derived from them, and the same for the host as a whole. A rescan
  * finds cgroups (walking the tree only when the root's count of descendants
- * changed, or a minute passed) and reads limits; a sample pass rereads
+ * changed, a cgroup was found removed, or a minute passed) and reads limits; a sample pass rereads
  * counters and derives rates. Cgroups come in two tiers: hot ones (those a
  * point governs) are sampled every pass from files kept open; the others
  * every `cold_every` passes, spread over the passes, from files opened and
@@ -44,6 +44,8 @@ typedef struct Observer {
         uint64_t descendants;           /* the root's nr_descendants at the last walk; UINT64_MAX: unknown */
         uint64_t walked_usec;           /* CLOCK_MONOTONIC of the last walk */
         uint64_t walks;                 /* walks done (a rescan may skip its walk) */
+        size_t out_of_fds;              /* cgroups the last pass could not open: out of fds */
+        bool gone_since_walk;           /* a cgroup was found removed: the next rescan walks */
 } Observer;
 
 /* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
@@ -65,8 +67,15 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec);
 /* Samples the host, every hot cgroup, and the cold cgroups whose turn it is. */
 int observer_sample(Observer *o, uint64_t now_usec);
 
-/* Moves a cgroup between the tiers; a cgroup that turns cold closes its kept files. */
-void observer_set_hot(CgEntry *e, bool hot);
+/* Moves a cgroup between the tiers; a cgroup that turns cold lets go of its fds. */
+void observer_set_hot(Observer *o, CgEntry *e, bool hot);
+
+/*
+ * Opens a cgroup's directory for use (a cold cgroup holds none between its
+ * samples): 0, -ENODEV if it is gone (marked so), -EMFILE when out of fds
+ * (counted in out_of_fds for this pass).
+ */
+int observer_attach(Observer *o, CgEntry *e);
 
 /* How fresh a cgroup's newest sample is at now_usec, in µs (UINT64_MAX before the first). */
 uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec);

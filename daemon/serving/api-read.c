@@ -31,6 +31,9 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
         if (k < 0)
                 return k;
+        k = bus_dict_u64(r, "cgroups_unwatched", m->observer->cgroups.unopened + m->observer->out_of_fds);
+        if (k < 0)
+                return k;
         k = bus_dict_u64(r, "cgroups_with_policy", m->n_with_policy);
         if (k < 0)
                 return k;
