@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,6 +11,15 @@
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
+
+/* How many cgroups may keep their files open under RLIMIT_NOFILE. */
+static size_t fd_budget(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return SIZE_MAX;
+        return rl.rlim_cur > OBSERVER_FD_RESERVE ? (rl.rlim_cur - OBSERVER_FD_RESERVE) / OBSERVER_FDS_PER_KEPT : 0;
+}
 
 int observer_new(const char *cgroup_root, const char *proc_root, const char *sys_root, Observer **ret) {
         _cleanup_(observer_freep) Observer *o = calloc(1, sizeof(Observer));
@@ -21,6 +31,7 @@ int observer_new(const char *cgroup_root, const char *proc_root, const char *sys
         o->page_size = ps > 0 ? (uint64_t) ps : 4096;
         o->cold_every = 1;
         o->descendants = UINT64_MAX;
+        o->keep_max = fd_budget();
         r = cg_root_open(cgroup_root, &o->root);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
@@ -73,9 +84,24 @@ int observer_attach(Observer *o, CgEntry *e) {
         return r;
 }
 
-/* After its sample, a cgroup not sampled every pass lets go of its fds. */
-static void release(const Observer *o, CgEntry *e) {
+/* Whether the cgroup may keep its files open: sampled every pass, and within the fd budget. */
+static bool keep_files(Observer *o, CgEntry *e) {
         if (!every_pass(o, e))
+                return false;
+        if (!e->keeps && o->n_kept < o->keep_max) {
+                e->keeps = true;
+                o->n_kept++;
+        }
+        return e->keeps;
+}
+
+/* After its sample, a cgroup that does not keep its files lets go of its fds. */
+static void release(Observer *o, CgEntry *e) {
+        if (e->keeps && !every_pass(o, e)) {
+                e->keeps = false;
+                o->n_kept--;
+        }
+        if (!e->keeps)
                 cgroup_detach(e->cg);
 }
 
@@ -110,6 +136,10 @@ int observer_rescan(Observer *o) {
                 o->walked_usec = now;
                 o->walks++;
                 o->gone_since_walk = false;
+                /* Removed cgroups took their share of the budget with them. */
+                o->n_kept = 0;
+                for (size_t i = 0; i < o->cgroups.n; i++)
+                        o->n_kept += o->cgroups.entries[i].keeps;
         }
         if (r == -ENOMEM)
                 return r;
@@ -141,7 +171,7 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         r = observer_attach(o, e);
         if (r < 0)
                 return r;
-        r = sampler_read_cgroup(e->cg, every_pass(o, e), &e->samples[next]);
+        r = sampler_read_cgroup(e->cg, keep_files(o, e), &e->samples[next]);
         if (r >= 0 && !every_pass(o, e) && e->n_samples > 0)
                 r = sampler_read_limits(e->cg, &e->limits);
         release(o, e);
@@ -213,7 +243,7 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
         bool was = every_pass(o, e);
 
         e->hot = hot;
-        if (hot)
+        if (hot && keep_files(o, e))
                 (void) observer_attach(o, e);
         else if (was)
                 release(o, e);

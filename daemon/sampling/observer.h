@@ -10,6 +10,8 @@
  * closed again, so that they hold no fds and cost nothing in between. A
  * cold cgroup that writes is sampled every pass while it does (and one cold
  * interval after): the write point's device figures need the writers.
+ * Files are kept open only within an fd budget taken from RLIMIT_NOFILE; a
+ * governed cgroup past it is still sampled every pass, opening and closing.
  * Steady-state passes allocate nothing.
  */
 #pragma once
@@ -45,8 +47,15 @@ typedef struct Observer {
         uint64_t walked_usec;           /* CLOCK_MONOTONIC of the last walk */
         uint64_t walks;                 /* walks done (a rescan may skip its walk) */
         size_t out_of_fds;              /* cgroups the last pass could not open: out of fds */
+        size_t keep_max;                /* cgroups that may keep their files open (the fd budget) */
+        size_t n_kept;                  /* ... and that do */
         bool gone_since_walk;           /* a cgroup was found removed: the next rescan walks */
 } Observer;
+
+/* Fds kept back from RLIMIT_NOFILE for all but cgroup files (control clients, worker, triggers, walks). */
+#define OBSERVER_FD_RESERVE 96
+/* What a cgroup sampled from kept files holds: its directory, five files, a PSI trigger. */
+#define OBSERVER_FDS_PER_KEPT 7
 
 /* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
 #define OBSERVER_WALK_MAX_USEC (60 * USEC_PER_SEC)
