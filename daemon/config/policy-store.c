@@ -772,3 +772,19 @@ int policy_store_clean_stale(const char *config_root) {
         closedir(d);
         return r < 0 ? r : removed;
 }
+
+int policy_store_read_text(const char *path, char **ret_text) {
+        _cleanup_free_ char *text = NULL;
+        ConfDiag diag = {};
+        size_t size;
+        int r;
+
+        r = conf_file_read(path, POLICY_FILE_MAX, &text, &size, &diag);
+        conf_diag_clear(&diag);
+        if (r < 0)
+                return r;
+        if (memchr(text, 0, size))
+                return -EBADMSG;
+        *ret_text = TAKE_PTR(text);
+        return 0;
+}

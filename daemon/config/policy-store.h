@@ -68,3 +68,7 @@ int policy_store_apply(const PolicyChange *c, char **ret_path, char **ret_messag
  * could not be read or a file not removed (the others are removed still).
  */
 int policy_store_clean_stale(const char *config_root);
+
+/* A policy file's text as it is on disk (for showing it): bounded, never blocking, no NUL bytes
+ * (-EBADMSG); the errors of conf_file_read() otherwise. */
+int policy_store_read_text(const char *path, char **ret_text);

@@ -13,6 +13,7 @@
 #include "build-config.h"
 #include "bus-reply.h"
 #include "policy-format.h"
+#include "policy-store.h"
 #include "util.h"
 
 static int append_policy_keys(sd_bus_message *r) {
@@ -273,17 +274,13 @@ static int append_settings(sd_bus_message *r, const Policy *p) {
 
 /* The policy file as it is on disk now (small; read on the loop like a reload is). */
 static int append_text(sd_bus_message *r, const char *path) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *buf = malloc(POLICY_FILE_MAX + 1);
-        size_t n;
+        _cleanup_free_ char *text = NULL;
+        int k = policy_store_read_text(path, &text);
 
-        if (!buf)
-                return -ENOMEM;
-        if (!f)
-                return 0;
-        n = fread(buf, 1, POLICY_FILE_MAX, f);
-        buf[n] = '\0';
-        return memchr(buf, 0, n) ? 0 : bus_dict_str(r, "text", buf);
+        if (k == -ENOMEM)
+                return k;
+        /* Unreadable, or not text: the settings above still say what is in force. */
+        return k < 0 ? 0 : bus_dict_str(r, "text", text);
 }
 
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
