@@ -27,6 +27,7 @@ typedef struct CgEntry {
         bool hot;                       /* sampled every tick from kept files (governed); else now and then */
         uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
         bool keeps;                     /* its files stay open between passes (within the fd budget) */
+        uint64_t limits_pass;           /* the observer's pass when its limits were last read */
         bool seen;                      /* found by the refresh in progress */
         CgroupSignals signals;          /* between the last two samples */
         CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */

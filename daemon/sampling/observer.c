@@ -156,6 +156,7 @@ int observer_rescan(Observer *o) {
                         continue;
                 if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
+                e->limits_pass = o->passes;
                 release(o, e);
         }
         r = metadata_discover(o->host, &o->metadata);
@@ -172,8 +173,12 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         if (r < 0)
                 return r;
         r = sampler_read_cgroup(e->cg, keep_files(o, e), &e->samples[next]);
-        if (r >= 0 && !every_pass(o, e) && e->n_samples > 0)
+        /* A cold cgroup's limits (five more files) with every few of its samples. */
+        if (r >= 0 && !every_pass(o, e) && e->n_samples > 0 &&
+            o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every) {
                 r = sampler_read_limits(e->cg, &e->limits);
+                e->limits_pass = o->passes;
+        }
         release(o, e);
         if (r < 0) {
                 if (r == -ENODEV) {

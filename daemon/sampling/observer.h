@@ -57,6 +57,9 @@ typedef struct Observer {
 /* What a cgroup sampled from kept files holds: its directory, five files, a PSI trigger. */
 #define OBSERVER_FDS_PER_KEPT 7
 
+/* A cold cgroup's limits are reread with every this many of its samples (two minutes at 30s). */
+#define OBSERVER_COLD_LIMITS_EVERY 4
+
 /* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
 #define OBSERVER_WALK_MAX_USEC (60 * USEC_PER_SEC)
 

@@ -617,9 +617,15 @@ static int run_child(int (*fn)(const Args *a, size_t n, Result *res), const Args
 static int child_build(const Args *a, size_t n, Result *res) {
         int r = plan_tree("", n, fixture_fill, a->fixture);
 
+        char stat[96];
+
         if (r >= 0 && a->no_io_stat)
                 r = plan_tree("", n, fixture_drop_io_stat, a->fixture);
         fixture_copy_host_proc(a->fixture);
+        /* The root's count of descendants, as the kernel keeps it: a rescan walks only when it changes. */
+        snprintf(stat, sizeof(stat), "nr_descendants %zu\nnr_dying_descendants 0\n", n);
+        if (r >= 0)
+                r = fixture_write(a->fixture, "/", "cgroup.stat", stat);
         return r < 0 ? r : 0;
 }
 
