@@ -98,7 +98,9 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
          * and the point decides now, not at the next tick. */
         if (e)
                 (void) observer_sample_entry(m->observer, e, now);
-        if (t->resource == PSI_RESOURCE_IO && e && e->policy && e->policy->protect)
+        else if (!t->cgroup_id)
+                observer_sample_host(m->observer, now);
+        if (t->resource == PSI_RESOURCE_IO && (!t->cgroup_id || (e && e->policy && e->policy->protect)))
                 write_runner_run(&m->write_runner, &ctx, now);
         else if (t->resource == PSI_RESOURCE_MEMORY)
                 alloc_runner_run(&m->alloc_runner, &ctx, now);

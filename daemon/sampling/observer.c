@@ -198,9 +198,8 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         return 0;
 }
 
-int observer_sample(Observer *o, uint64_t now_usec) {
+void observer_sample_host(Observer *o, uint64_t now_usec) {
         uint8_t next = o->system_n == 0 ? 0 : (uint8_t) (o->system_cur ^ 1);
-        size_t gone = 0;
 
         (void) sampler_read_system(o->host, &o->system[next]);
         o->system_usec[next] = now_usec;
@@ -213,7 +212,12 @@ int observer_sample(Observer *o, uint64_t now_usec) {
         else
                 system_signals_derive(&o->system[next], now_usec, &o->system[next], now_usec, o->page_size,
                                       &o->system_signals);
+}
 
+int observer_sample(Observer *o, uint64_t now_usec) {
+        size_t gone = 0;
+
+        observer_sample_host(o, now_usec);
         metadata_sample(o->host, &o->metadata);
         o->out_of_fds = 0;
         for (size_t i = 0; i < o->cgroups.n; i++) {

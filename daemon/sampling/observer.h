@@ -76,6 +76,9 @@ int observer_rescan(Observer *o);
 /* Samples one cgroup at now_usec and derives its signals. -ENODEV: it is gone. */
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec);
 
+/* Samples the host's files alone (a host PSI trigger fired) and derives its signals. */
+void observer_sample_host(Observer *o, uint64_t now_usec);
+
 /* Samples the host, every hot cgroup, and the cold cgroups whose turn it is. */
 int observer_sample(Observer *o, uint64_t now_usec);
 
