@@ -173,14 +173,15 @@ static void print_diag(const ConfDiag *diag, FILE *f, bool prefixed) {
                 fprintf(f, "%s... and %zu more errors\n", prefixed ? "<3>" : "", diag->n_dropped);
 }
 
-static void print_summary(const Config *c) {
+/* `cgroup_root`: --cgroup-root, which wins over CgroupRoot=. */
+static void print_summary(const Config *c, const char *cgroup_root) {
         printf("Configuration OK: %zu file(s) read, %zu polic%s.\n", c->n_files, c->n_policies,
                c->n_policies == 1 ? "y" : "ies");
         for (size_t i = 0; i < c->n_files; i++)
                 printf("  file    %s\n", c->files[i]);
         printf("  daemon  Interval=%llums LogLevel=%s CgroupRoot=%s\n",
                (unsigned long long) (c->daemon.interval_usec / USEC_PER_MSEC),
-               log_level_to_string(c->daemon.log_level), c->daemon.cgroup_root ?: "(discover)");
+               log_level_to_string(c->daemon.log_level), cgroup_root ?: c->daemon.cgroup_root ?: "(discover)");
         for (size_t i = 0; i < c->n_policies; i++) {
                 const Policy *p = c->policies[i];
                 printf("  policy  %-20s Mode=%s Priority=%u Protect=%s Match=", p->name,
@@ -277,7 +278,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         if (o.check_config) {
-                print_summary(config);
+                print_summary(config, o.cgroup_root);
                 return EXIT_SUCCESS;
         }
         margs = (ManagerArgs) { .config_root = o.config_root, .cgroup_root = o.cgroup_root,
