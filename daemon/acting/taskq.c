@@ -16,6 +16,8 @@
 
 /* Delivered to a queue's thread alone when its task overruns its budget, or at stop. */
 #define TASKQ_SIGNAL SIGUSR2
+/* How long a stop waits for a task that was told to stop; past it the task is abandoned. */
+#define TASKQ_STOP_WAIT_USEC (1500 * USEC_PER_MSEC)
 
 typedef struct TaskList {
         Task *head, *tail;
@@ -194,6 +196,28 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
         return 0;
 }
 
+/*
+ * Waits for the thread to end. A task inside the kernel in an uninterruptible
+ * wait (writeback on a saturated device) cannot be made to return: past
+ * TASKQ_STOP_WAIT_USEC it is abandoned, and so is the queue it uses (the
+ * process is stopping; the kernel ends the thread with it). Returns false then.
+ */
+static bool join_in_time(TaskQueue *q) {
+        uint64_t deadline = now_usec(CLOCK_REALTIME) + TASKQ_STOP_WAIT_USEC;
+        struct timespec ts = { .tv_sec = (time_t) (deadline / USEC_PER_SEC),
+                               .tv_nsec = (long) (deadline % USEC_PER_SEC) * 1000 };
+
+        if (!q->interrupt_at_stop) {
+                pthread_join(q->thread, NULL);
+                return true;
+        }
+        if (pthread_timedjoin_np(q->thread, NULL, &ts) == 0)
+                return true;
+        log_warning("A blocking task did not return within %llums of the stop; it is abandoned",
+                    (unsigned long long) (TASKQ_STOP_WAIT_USEC / USEC_PER_MSEC));
+        return false;
+}
+
 TaskQueue *taskq_free(TaskQueue *q) {
         if (!q)
                 return NULL;
@@ -204,7 +228,8 @@ TaskQueue *taskq_free(TaskQueue *q) {
                 if (q->running && q->interrupt_at_stop)
                         pthread_kill(q->thread, TASKQ_SIGNAL);
                 pthread_mutex_unlock(&q->lock);
-                pthread_join(q->thread, NULL);
+                if (!join_in_time(q))
+                        return NULL;
         }
         list_drop(&q->queued, q->userdata);
         list_drop(&q->done, q->userdata);

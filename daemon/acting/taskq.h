@@ -29,8 +29,9 @@ typedef struct TaskQueue TaskQueue;
 /*
  * A queue of at most `max` tasks (queued, running or waiting to be handed
  * back) with its thread. At stop the running task is interrupted if
- * `interrupt_at_stop` (otherwise waited for: a file half-written is worse
- * than a stop a moment later), then every task not handed back is dropped.
+ * `interrupt_at_stop` and waited for at most 1.5 s (then abandoned with the
+ * queue: the process is ending); otherwise waited for (a file half-written is
+ * worse than a stop a moment later). Every task not handed back is dropped.
  */
 int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_stop, void *userdata,
               TaskQueue **ret);

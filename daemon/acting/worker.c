@@ -29,7 +29,7 @@
 
 struct Worker {
         TaskQueue *queue;
-        char proc_root[256];
+        char proc_root[128];
         WorkerDone on_done;
         void *userdata;
 };
@@ -242,7 +242,7 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         j->task = (Task) { .run = job_run, .done = job_done, .drop = job_drop,
                            /* Writeback checks its own deadline between ranges. */
                            .budget_usec = j->kind == JOB_WRITEBACK ? 0 : j->budget_usec };
-        j->proc_root = w->proc_root;
+        snprintf(j->proc_root, sizeof(j->proc_root), "%s", w->proc_root);
         j->result = 0;
         j->interrupted = false;
         j->files = j->commits = j->before = j->after = j->duration_usec = 0;

@@ -28,7 +28,8 @@ typedef struct Job {
         JobKind kind;
         uint64_t cookie;        /* the submitter's: comes back with the result */
         int dirfd;              /* the worker's own duplicate of the cgroup's fd */
-        const char *proc_root;  /* the worker's: JOB_WRITEBACK walks /proc/PID/fd below it */
+        char proc_root[128];    /* JOB_WRITEBACK walks /proc/PID/fd below it (a copy: a job abandoned at
+                                 * stop must not point into the worker) */
         char file[32];
         char data[96];
         uint64_t bytes;

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The task queue: tasks run in order off the loop and come back on it; a
+ * task past its budget is interrupted; a full queue says so; a stop
+ * interrupts the running task, drops the queued ones, and abandons a task
+ * that will not return rather than wait for it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "taskq.h"
+#include "util.h"
+
+typedef struct T {
+        Task task;
+        int id;
+        int result;
+        unsigned kind;          /* 0: nothing, 1: a blocked read, 2: ignores every signal for 3 s */
+        int *order, *n_order, *dropped;
+} T;
+
+static void t_run(Task *task) {
+        T *t = (T *) task;
+        int p[2];
+        char c;
+
+        if (t->kind == 1 && pipe(p) == 0) {
+                /* Nobody writes: only the budget's signal ends it. */
+                t->result = read(p[0], &c, 1) < 0 ? -errno : 0;
+                close(p[0]);
+                close(p[1]);
+        } else if (t->kind == 2) {
+                uint64_t end = now_usec(CLOCK_MONOTONIC) + 3 * USEC_PER_SEC;
+                while (now_usec(CLOCK_MONOTONIC) < end)
+                        (void) usleep(10000);
+        }
+}
+
+static int last_result;
+
+static void t_done(Task *task, void *userdata) {
+        T *t = (T *) task;
+
+        last_result = t->result;
+        t->order[(*t->n_order)++] = t->id;
+        free(t);
+}
+
+static void t_drop(Task *task, void *userdata) {
+        T *t = (T *) task;
+
+        (*t->dropped)++;
+        free(t);
+}
+
+static T *t_new(int id, unsigned kind, uint64_t budget, int *order, int *n_order, int *dropped) {
+        T *t = calloc(1, sizeof(T));
+
+        assert_non_null(t);
+        *t = (T) { .task = { .run = t_run, .done = t_done, .drop = t_drop, .budget_usec = budget },
+                   .id = id, .kind = kind, .order = order, .n_order = n_order, .dropped = dropped };
+        return t;
+}
+
+static void run_until(sd_event *e, int *n, int want) {
+        for (int i = 0; i < 300 && *n < want; i++)
+                (void) sd_event_run(e, 10000);
+}
+
+static void test_order_and_full(void **state) {
+        sd_event *e = NULL;
+        TaskQueue *q = NULL;
+        int order[8], n = 0, dropped = 0;
+        T *extra;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(taskq_new(e, "test", 3, true, NULL, &q), 0);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(taskq_submit(q, &t_new(i, 0, 0, order, &n, &dropped)->task), 0);
+        extra = t_new(9, 0, 0, order, &n, &dropped);
+        assert_int_equal(taskq_submit(q, &extra->task), -EBUSY);
+        free(extra);
+        run_until(e, &n, 3);
+        assert_int_equal(n, 3);
+        assert_int_equal(order[0], 0);
+        assert_int_equal(order[2], 2);
+        assert_int_equal(taskq_pending(q), 0);
+        taskq_free(q);
+        sd_event_unref(e);
+}
+
+static void test_budget_interrupts(void **state) {
+        sd_event *e = NULL;
+        TaskQueue *q = NULL;
+        int order[2], n = 0, dropped = 0;
+        T *t = t_new(1, 1, 100 * USEC_PER_MSEC, order, &n, &dropped);
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(taskq_new(e, "test", 2, true, NULL, &q), 0);
+        assert_int_equal(taskq_submit(q, &t->task), 0);
+        run_until(e, &n, 1);
+        assert_int_equal(n, 1);
+        assert_int_equal(last_result, -EINTR);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        taskq_free(q);
+        sd_event_unref(e);
+}
+
+static void test_stop_abandons_what_will_not_return(void **state) {
+        sd_event *e = NULL;
+        TaskQueue *q = NULL;
+        int order[4], n = 0, dropped = 0;
+        uint64_t t0;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(taskq_new(e, "test", 4, true, NULL, &q), 0);
+        assert_int_equal(taskq_submit(q, &t_new(1, 2, 0, order, &n, &dropped)->task), 0);
+        assert_int_equal(taskq_submit(q, &t_new(2, 0, 0, order, &n, &dropped)->task), 0);
+        (void) usleep(100000);  /* the first is running */
+        t0 = now_usec(CLOCK_MONOTONIC);
+        taskq_free(q);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        assert_int_equal(n, 0);
+        sd_event_unref(e);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_order_and_full),
+                cmocka_unit_test(test_budget_interrupts),
+                cmocka_unit_test(test_stop_abandons_what_will_not_return),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
