@@ -112,10 +112,6 @@ static void on_interrupt(int sig) {
 }
 
 static int events_follow(sd_bus *bus) {
-        struct sigaction sa = { .sa_handler = on_interrupt };
-
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
         while (!interrupted) {
                 int r = sd_bus_process(bus, NULL);
 
@@ -135,6 +131,11 @@ int verb_events(sd_bus *bus, const Args *a) {
         int r;
 
         if (a->follow) {
+                struct sigaction sa = { .sa_handler = on_interrupt };
+
+                /* Before anything is printed: an interrupt after the first line ends the stream cleanly. */
+                sigaction(SIGINT, &sa, NULL);
+                sigaction(SIGTERM, &sa, NULL);
                 /* Subscribe first, so that nothing falls between the backlog and the stream. */
                 r = sd_bus_match_signal(bus, NULL, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", on_event, &f);
                 if (r < 0)

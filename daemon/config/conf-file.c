@@ -3,17 +3,21 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
 typedef struct ConfParse {
         const char *path;
-        FILE *f;
+        const char *text;       /* the whole file, read before parsing */
+        size_t size;
+        size_t pos;
         unsigned line;
         unsigned last_flagged_line;
         bool section_ok;        /* keys of an unknown section were reported already */
@@ -59,6 +63,10 @@ oom:
 
 size_t conf_diag_count(const ConfDiag *d) {
         return d->n_messages + d->n_dropped;
+}
+
+bool conf_diag_full(const ConfDiag *d) {
+        return d->n_messages >= CONF_DIAG_MAX;
 }
 
 void conf_diag_clear(ConfDiag *d) {
@@ -137,9 +145,10 @@ static char *conf_reader(char *str, int num, void *stream) {
         size_t len = 0;
         bool too_long = false, nul = false, stray_cr = false, any = false;
         const char *problem;
-        int c;
+        unsigned char c;
 
-        while ((c = fgetc(p->f)) != EOF) {
+        while (p->pos < p->size) {
+                c = (unsigned char) p->text[p->pos++];
                 any = true;
                 if (c == '\n')
                         break;
@@ -199,31 +208,135 @@ static int conf_ini_handler(void *user, const char *section, const char *name, c
         return 1;
 }
 
-int conf_file_parse(const char *path, const char *const *sections,
-                    ConfKeyHandler handler, void *userdata, ConfDiag *diag) {
-        _cleanup_fclose_ FILE *f = NULL;
+/* What a file that is not a regular file is, for messages; NULL for a regular file. */
+static const char *file_kind_refused(mode_t mode) {
+        if (S_ISREG(mode))
+                return NULL;
+        if (S_ISDIR(mode))
+                return "a directory";
+        if (S_ISFIFO(mode))
+                return "a FIFO";
+        if (S_ISCHR(mode))
+                return "a character device";
+        if (S_ISBLK(mode))
+                return "a block device";
+        if (S_ISSOCK(mode))
+                return "a socket";
+        return "of an unknown type";
+}
+
+static int check_regular(const char *path, const struct stat *st, ConfDiag *diag) {
+        const char *kind = file_kind_refused(st->st_mode);
+
+        if (!kind)
+                return 0;
+        conf_diag_add(diag, path, 0, "is %s, not a regular file", kind);
+        return S_ISDIR(st->st_mode) ? -EISDIR : -EBADFD;
+}
+
+/* Reads `fd` to its end into a new buffer; -EFBIG past `max` bytes. `hint` is the size fstat saw. */
+static int read_bounded(int fd, size_t hint, size_t max, char **ret_text, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, room = MIN(hint, max) + 1;    /* one byte more than expected shows the end */
+        ssize_t n;
+
+        buf = malloc(room + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (size == room) {
+                        char *bigger;
+
+                        if (room > max)
+                                return -EFBIG;
+                        room = MIN(room * 2, max + 1);
+                        bigger = realloc(buf, room + 1);
+                        if (!bigger)
+                                return -ENOMEM;
+                        buf = bigger;
+                }
+                n = read(fd, buf + size, room - size);
+                if (n == 0)
+                        break;
+                if (n < 0 && errno != EINTR)
+                        return negative_errno();
+                size += n > 0 ? (size_t) n : 0;
+        }
+        buf[size] = '\0';
+        *ret_text = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+/*
+ * Opens `path` for reading if it is a regular file. It is looked at first,
+ * because opening a device can act on it (a terminal, a watchdog); what was
+ * opened is looked at again, because the path may have changed in between.
+ * O_NONBLOCK: should a FIFO get there all the same, neither open nor read waits.
+ */
+static int open_regular(const char *path, struct stat *ret_st, ConfDiag *diag) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (stat(path, ret_st) < 0) {
+                r = negative_errno();
+                conf_diag_add(diag, path, 0, "cannot open: %s", strerror(-r));
+                return r;
+        }
+        r = check_regular(path, ret_st, diag);
+        if (r < 0)
+                return r;
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || fstat(fd, ret_st) < 0) {
+                r = negative_errno();
+                conf_diag_add(diag, path, 0, "cannot open: %s", strerror(-r));
+                return r;
+        }
+        r = check_regular(path, ret_st, diag);
+        return r < 0 ? r : TAKE_FD(fd);
+}
+
+int conf_file_read(const char *path, size_t max, char **ret_text, size_t *ret_size, ConfDiag *diag) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        fd = open_regular(path, &st, diag);
+        if (fd < 0)
+                return fd;
+        r = read_bounded(fd, (size_t) st.st_size, max, ret_text, ret_size);
+        if (r == -EFBIG)
+                conf_diag_add(diag, path, 0, "is larger than %zu bytes", max);
+        else if (r < 0)
+                conf_diag_add(diag, path, 0, "read error: %s", strerror(-r));
+        return r;
+}
+
+int conf_file_parse_text(const char *path, const char *text, size_t size, const char *const *sections,
+                         ConfKeyHandler handler, void *userdata, ConfDiag *diag) {
         ConfParse p = {
-                .path = path, .sections = sections, .handler = handler,
+                .path = path, .text = text, .size = size, .sections = sections, .handler = handler,
                 .userdata = userdata, .diag = diag, .section_ok = true,
                 .diag_before = conf_diag_count(diag),
         };
         int r;
 
-        f = fopen(path, "re");
-        if (!f) {
-                r = negative_errno();
-                conf_diag_add(diag, path, 0, "cannot open: %s", strerror(-r));
-                return r;
-        }
-        p.f = f;
         r = ini_parse_stream(conf_reader, &p, conf_ini_handler, &p);
         if (r > 0 && (unsigned) r != p.last_flagged_line)
                 conf_diag_add(diag, path, (unsigned) r, "syntax error");
         else if (r < 0)
                 conf_diag_add(diag, path, 0, "libinih could not parse the file (error %d)", r);
-        if (ferror(f)) {
-                conf_diag_add(diag, path, 0, "read error");
-                return -EIO;
-        }
         return conf_diag_count(diag) > p.diag_before ? -EINVAL : 0;
+}
+
+int conf_file_parse(const char *path, const char *const *sections,
+                    ConfKeyHandler handler, void *userdata, ConfDiag *diag) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r;
+
+        r = conf_file_read(path, CONF_FILE_SIZE_MAX, &text, &size, diag);
+        if (r < 0)
+                return r;
+        return conf_file_parse_text(path, text, size, sections, handler, userdata, diag);
 }

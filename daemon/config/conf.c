@@ -224,6 +224,8 @@ static const ConfKeyDef daemon_keys[] = {
           "an absolute path without spaces" },
         { "Daemon", "RescanInterval", cv_duration_range, offsetof(DaemonSettings, rescan_interval_usec),
           "a duration between 100ms and 1h (e.g. 5s)" },
+        { "Daemon", "ColdSampleInterval", cv_duration_range, offsetof(DaemonSettings, cold_interval_usec),
+          "a duration between 100ms and 1h (e.g. 30s)" },
         { "Daemon", "PressureWindow", cv_pressure_window, offsetof(DaemonSettings, pressure_window_usec),
           "a duration between 500ms and 10s (e.g. 1s)" },
         { "Daemon", "SystemPressureThreshold", cv_percent_nonzero,
@@ -448,8 +450,8 @@ static int conf_file_list_add_dir(ConfFileList *l, const char *dir, ConfDiag *di
                 if (!name_is_conf(de->d_name))
                         continue;
                 if (++count > CONFIG_DIR_FILES_MAX) {
-                        conf_diag_add(diag, dir, 0, "more than %d files; the rest is ignored",
-                                      CONFIG_DIR_FILES_MAX);
+                        conf_diag_add(diag, dir, 0, "more than %d *.conf files in one directory: "
+                                      "the whole configuration is refused", CONFIG_DIR_FILES_MAX);
                         r = -E2BIG;
                         break;
                 }
@@ -575,22 +577,61 @@ static int policy_verify(const Policy *p, ConfDiag *diag) {
         return r;
 }
 
+/*
+ * Reads a policy file. Returns 1 with its text, 0 if it masks the policy (a
+ * link to /dev/null, or an empty regular file), or a negative errno after a
+ * diagnostic: a FIFO or a device is an error, never a mask.
+ */
+static int policy_file_read(const char *path, char **ret_text, size_t *ret_size, ConfDiag *diag) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (file_is_masked(path))
+                return 0;
+        r = conf_file_read(path, CONF_FILE_SIZE_MAX, &text, ret_size, diag);
+        if (r < 0)
+                return r;
+        if (*ret_size == 0)
+                return 0;
+        *ret_text = TAKE_PTR(text);
+        return 1;
+}
+
+/* Takes the parsed policy *p if it is whole; its problems went to diag otherwise. */
+static int config_add_policy(Config *c, Policy **p, const KeyParse *kp, int parse_result, ConfDiag *diag) {
+        Policy **n;
+
+        if (!kp->has_section) {
+                conf_diag_add(diag, (*p)->file, 0, "no [Policy] section with keys");
+                return 0;
+        }
+        if (parse_result < 0 || policy_verify(*p, diag) < 0)
+                return 0;
+        n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
+        if (!n)
+                return -ENOMEM;
+        c->policies = n;
+        c->policies[c->n_policies++] = TAKE_PTR(*p);
+        return 0;
+}
+
 static int config_load_policy(Config *c, const char *name, const char *path, ConfDiag *diag) {
         _cleanup_(policy_freep) Policy *p = NULL;
-        _cleanup_free_ char *pname = strndup(name, strlen(name) - 5);
-        struct stat st;
+        _cleanup_free_ char *pname = strndup(name, strlen(name) - 5), *text = NULL;
         KeyParse kp = { .table = policy_keys, .n_table = ELEMENTSOF(policy_keys) };
-        Policy **n;
-        int r;
+        size_t size = 0;
+        int r, k;
 
         if (!pname)
                 return -ENOMEM;
-        /* A link to /dev/null or an empty file masks a policy of a lower directory. */
-        if (file_is_masked(path) || (stat(path, &st) == 0 && st.st_size == 0))
-                return 0;
-        r = config_note_file(c, path);
-        if (r < 0)
+        r = policy_file_read(path, &text, &size, diag);
+        if (r == 0 || r == -ENOMEM)
                 return r;
+        k = config_note_file(c, path);
+        if (k < 0)
+                return k;
+        if (r < 0)
+                return 0;       /* reported */
         if (!policy_name_valid(pname)) {
                 conf_diag_add(diag, path, 0, "policy name '%s' may hold only letters, digits and '-_.@'", pname);
                 return 0;
@@ -599,46 +640,82 @@ static int config_load_policy(Config *c, const char *name, const char *path, Con
         if (!p)
                 return -ENOMEM;
         kp.base = kp.policy = p;
-        r = conf_file_parse(path, policy_sections, key_handler, &kp, diag);
-        if (r == -ENOMEM)
-                return r;
-        if (r == -EINVAL || r == 0) {
-                if (!kp.has_section) {
-                        conf_diag_add(diag, path, 0, "no [Policy] section with keys");
-                        return 0;
-                }
-                if (r < 0 || policy_verify(p, diag) < 0)
-                        return 0;
-        } else
-                return 0;
-
-        n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
-        if (!n)
-                return -ENOMEM;
-        c->policies = n;
-        c->policies[c->n_policies++] = TAKE_PTR(p);
-        return 0;
+        r = conf_file_parse_text(path, text, size, policy_sections, key_handler, &kp, diag);
+        return config_add_policy(c, &p, &kp, r, diag);
 }
 
-/* Two policies may not claim the same Match= pattern: which should win? */
-static void config_verify_unique_matches(const Config *c, ConfDiag *diag) {
-        for (size_t i = 0; i < c->n_policies; i++)
-                for (size_t j = i + 1; j < c->n_policies; j++) {
-                        const Policy *a = c->policies[i], *b = c->policies[j];
-                        for (size_t x = 0; x < a->n_matches; x++)
-                                for (size_t y = 0; y < b->n_matches; y++)
-                                        if (streq(a->matches[x].pattern, b->matches[y].pattern))
-                                                conf_diag_add(diag, b->file, b->matches[y].line,
-                                                              "duplicate policy: Match=%s is already claimed by "
-                                                              "policy '%s' (%s:%u)", b->matches[y].pattern,
-                                                              a->name, a->file, a->matches[x].line);
+/* One Match= pattern of one policy, for the duplicate check. */
+typedef struct MatchClaim {
+        const char *pattern;
+        size_t policy;          /* index in Config.policies, which are in name order */
+        size_t match;           /* index in the policy's matches */
+} MatchClaim;
+
+/* By pattern, then in the order the policies claim it. */
+static int match_claim_cmp(const void *a, const void *b) {
+        const MatchClaim *x = a, *y = b;
+        int d = strcmp(x->pattern, y->pattern);
+
+        if (d != 0)
+                return d;
+        if (x->policy != y->policy)
+                return x->policy < y->policy ? -1 : 1;
+        return x->match < y->match ? -1 : x->match > y->match;
+}
+
+/* Reports claim `later` once for each of the `n_earlier` claims of other policies before it. */
+static void report_claim(const Config *c, const MatchClaim *earlier, size_t n_earlier,
+                         const MatchClaim *later, ConfDiag *diag) {
+        const Policy *b = c->policies[later->policy];
+        const PolicyMatch *m = &b->matches[later->match];
+
+        for (size_t i = 0; i < n_earlier; i++) {
+                const Policy *a = c->policies[earlier[i].policy];
+
+                if (conf_diag_full(diag)) {
+                        diag->n_dropped += n_earlier - i;    /* counted, without a quadratic loop */
+                        return;
                 }
+                conf_diag_add(diag, b->file, m->line, "duplicate policy: Match=%s is already claimed by "
+                              "policy '%s' (%s:%u)", m->pattern, a->name, a->file,
+                              a->matches[earlier[i].match].line);
+        }
+}
+
+/*
+ * Two policies may not claim the same Match= pattern: which should win? The
+ * claims sorted by pattern put equal ones side by side; within them, a claim
+ * conflicts with those of the policies before its own.
+ */
+static int config_verify_unique_matches(const Config *c, ConfDiag *diag) {
+        _cleanup_free_ MatchClaim *claims = NULL;
+        size_t n = 0, group = 0, run = 0;       /* first claim of a pattern, of its policy */
+
+        for (size_t i = 0; i < c->n_policies; i++)
+                n += c->policies[i]->n_matches;
+        claims = calloc(MAX(n, 1), sizeof(MatchClaim));
+        if (!claims)
+                return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; i < c->n_policies; i++)
+                for (size_t j = 0; j < c->policies[i]->n_matches; j++)
+                        claims[n++] = (MatchClaim) { c->policies[i]->matches[j].pattern, i, j };
+        qsort(claims, n, sizeof(MatchClaim), match_claim_cmp);
+        for (size_t i = 1; i < n; i++) {
+                if (!streq(claims[i].pattern, claims[group].pattern))
+                        group = run = i;
+                else if (claims[i].policy != claims[run].policy)
+                        run = i;
+                report_claim(c, claims + group, run - group, &claims[i], diag);
+        }
+        return 0;
 }
 
 static void config_defaults(DaemonSettings *d) {
         *d = (DaemonSettings) {
                 .interval_usec = INTERVAL_DEFAULT_USEC,
                 .rescan_interval_usec = RESCAN_INTERVAL_DEFAULT_USEC,
+                .cold_interval_usec = COLD_INTERVAL_DEFAULT_USEC,
                 .pressure_window_usec = PRESSURE_WINDOW_DEFAULT_USEC,
                 .system_pressure_threshold_ppm = SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM,
                 .io_pressure_limit_ppm = IO_PRESSURE_LIMIT_DEFAULT_PPM,
@@ -715,9 +792,10 @@ int config_load_with_policy(const char *root, const char *policy_name, const cha
         for (size_t i = 0; r >= 0 && i < policies.n; i++)
                 r = config_load_policy(c, policies.files[i].name, policies.files[i].path, diag);
         conf_file_list_clear(&policies);
+        if (r >= 0)
+                r = config_verify_unique_matches(c, diag);
         if (r < 0)
                 return r;
-        config_verify_unique_matches(c, diag);
 
         if (conf_diag_count(diag) > errors_before)
                 return -EINVAL;

@@ -18,7 +18,7 @@
 #define CONFIG_MAIN_FILE "mdreclaimd.conf"
 #define CONFIG_DROPIN_DIR "mdreclaimd.conf.d"
 #define CONFIG_POLICY_DIR "policies.d"
-/* Bound on files read from one directory. */
+/* Bound on the *.conf files of one directory; more is an error (the configuration is refused). */
 #define CONFIG_DIR_FILES_MAX 1024
 
 #define INTERVAL_MIN_USEC (100 * USEC_PER_MSEC)
@@ -26,6 +26,7 @@
 #define INTERVAL_DEFAULT_USEC USEC_PER_SEC
 
 #define RESCAN_INTERVAL_DEFAULT_USEC (5 * USEC_PER_SEC)
+#define COLD_INTERVAL_DEFAULT_USEC (30 * USEC_PER_SEC)
 #define PRESSURE_WINDOW_DEFAULT_USEC USEC_PER_SEC
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
@@ -56,6 +57,7 @@ typedef struct MetricsSettings {
 typedef struct DaemonSettings {
         uint64_t interval_usec;
         uint64_t rescan_interval_usec;
+        uint64_t cold_interval_usec;    /* how often a cgroup no point governs is sampled */
         uint64_t pressure_window_usec;          /* PSI trigger window */
         uint32_t system_pressure_threshold_ppm; /* host memory/io "some" trigger */
         int log_level;

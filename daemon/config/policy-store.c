@@ -2,6 +2,7 @@
 #include "policy-store.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -425,24 +426,21 @@ static int failf(int r, char **ret_message, const char *format, ...) {
         return r;
 }
 
+/* Reads a policy file to edit; the loader's reader refuses what is not a small regular file. */
 static int read_small(const char *path, char **ret, char **ret_message) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
         _cleanup_free_ char *buf = NULL;
+        ConfDiag d = {};
         size_t n;
+        int r;
 
-        if (!f)
-                return failf(negative_errno(), ret_message, "%s: cannot open: %m", path);
-        buf = malloc(POLICY_FILE_MAX + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = fread(buf, 1, POLICY_FILE_MAX + 1, f);
-        if (ferror(f))
-                return failf(-EIO, ret_message, "%s: read error", path);
-        if (n > POLICY_FILE_MAX)
-                return failf(-EFBIG, ret_message, "%s: larger than %d bytes, not edited", path, POLICY_FILE_MAX);
+        r = conf_file_read(path, POLICY_FILE_MAX, &buf, &n, &d);
+        if (r < 0 && d.n_messages > 0)
+                r = failf(r, ret_message, "%s, not edited", d.messages[0]);
+        conf_diag_clear(&d);
+        if (r < 0)
+                return r;
         if (memchr(buf, 0, n))
                 return failf(-EINVAL, ret_message, "%s: holds a NUL byte, not edited", path);
-        buf[n] = '\0';
         *ret = TAKE_PTR(buf);
         return 0;
 }
@@ -527,13 +525,37 @@ static int validate(const PolicyChange *c, const char *candidate, const char *fi
         return r;
 }
 
+/*
+ * A candidate of NAME is ".NAME.conf." and 16 lower-case hex digits: hidden
+ * and not ending in ".conf", so that the loader never takes it for a policy,
+ * and recognisable, so that one a crash left behind can be removed.
+ */
+#define TEMP_INFIX ".conf."
+#define TEMP_HEX_DIGITS 16
+#define TEMP_NAME_MAX (1 + POLICY_NAME_MAX + sizeof(TEMP_INFIX) + TEMP_HEX_DIGITS)
+
 /* A new name in `dirfd` for a candidate of `name`. */
-static void temp_name(char buf[static POLICY_NAME_MAX + 32], const char *name) {
+static void temp_name(char buf[static TEMP_NAME_MAX], const char *name) {
         uint64_t rnd = 0;
 
         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
                 rnd ^= (uint64_t) getpid() << 32 ^ (uint64_t) (uintptr_t) buf;
-        snprintf(buf, POLICY_NAME_MAX + 32, ".%s.conf.%016llx", name, (unsigned long long) rnd);
+        snprintf(buf, TEMP_NAME_MAX, ".%s" TEMP_INFIX "%0*llx", name, TEMP_HEX_DIGITS, (unsigned long long) rnd);
+}
+
+/* Whether `file` is a name temp_name() gives. */
+static bool temp_name_match(const char *file) {
+        const size_t tail = strlen(TEMP_INFIX) + TEMP_HEX_DIGITS, l = strlen(file);
+        char name[POLICY_NAME_MAX + 1];
+
+        if (file[0] != '.' || l <= 1 + tail || l - 1 - tail > POLICY_NAME_MAX)
+                return false;
+        if (strncmp(file + l - tail, TEMP_INFIX, strlen(TEMP_INFIX)) != 0 ||
+            strspn(file + l - TEMP_HEX_DIGITS, "0123456789abcdef") != TEMP_HEX_DIGITS)
+                return false;
+        memcpy(name, file + 1, l - 1 - tail);
+        name[l - 1 - tail] = '\0';
+        return policy_name_settable(name, NULL);
 }
 
 static int write_all(int fd, const char *text) {
@@ -553,7 +575,7 @@ static int write_all(int fd, const char *text) {
 }
 
 /* Writes `text` to a new hidden file in dirfd, fsynced. */
-static int write_candidate(int dirfd, const char *name, const char *text, char ret_name[static POLICY_NAME_MAX + 32]) {
+static int write_candidate(int dirfd, const char *name, const char *text, char ret_name[static TEMP_NAME_MAX]) {
         _cleanup_close_ int fd = -1;
         int r;
 
@@ -597,11 +619,20 @@ static void target_clear(Target *t) {
         closep(&t->dirfd);
 }
 
+/* root/etc/mdreclaim/policies.d, the one the writer writes in. */
+static char *writable_dir(const char *root) {
+        char *s;
+
+        if (asprintf(&s, "%s%s/" CONFIG_POLICY_DIR, root, config_dirs[DIR_ETC]) < 0)
+                return NULL;
+        return s;
+}
+
 static int target_open(const PolicyChange *c, Target *t, char **ret_message) {
         int r;
 
         *t = (Target) { .dirfd = -1 };
-        if (asprintf(&t->dir, "%s%s/" CONFIG_POLICY_DIR, c->root, config_dirs[ELEMENTSOF(config_dirs) - 1]) < 0 ||
+        if (!(t->dir = writable_dir(c->root)) ||
             asprintf(&t->file, "%s.conf", c->name) < 0 || asprintf(&t->path, "%s/%s", t->dir, t->file) < 0)
                 return -ENOMEM;
         r = mkdir_parents(t->dir);
@@ -617,7 +648,7 @@ static int target_open(const PolicyChange *c, Target *t, char **ret_message) {
 
 static int apply_edit(const PolicyChange *c, Target *t, char **ret_message) {
         _cleanup_free_ char *current = NULL, *old = NULL, *text = NULL, *candidate = NULL;
-        char tmp[POLICY_NAME_MAX + 32];
+        char tmp[TEMP_NAME_MAX];
         int r;
 
         r = policy_locate(c->root, c->name, DIR_ETC, &current);
@@ -652,7 +683,7 @@ static int apply_edit(const PolicyChange *c, Target *t, char **ret_message) {
 /* Removes the policy: the /etc file goes; a file of a lower directory is masked. */
 static int apply_remove(const PolicyChange *c, Target *t, char **ret_message) {
         _cleanup_free_ char *current = NULL, *lower = NULL;
-        char tmp[POLICY_NAME_MAX + 32];
+        char tmp[TEMP_NAME_MAX];
         int r;
 
         r = policy_locate(c->root, c->name, DIR_ETC, &current);
@@ -696,4 +727,64 @@ int policy_store_apply(const PolicyChange *c, char **ret_path, char **ret_messag
                 *ret_path = TAKE_PTR(t.path);
         target_clear(&t);
         return r;
+}
+
+/* Whether `file` in dirfd is a candidate left over: a regular file, or a mask link not renamed yet. */
+static bool is_leftover(int dirfd, const char *file) {
+        char target[sizeof("/dev/null")];
+        struct stat st;
+        ssize_t n;
+
+        if (!temp_name_match(file) || fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return false;
+        if (S_ISREG(st.st_mode))
+                return true;
+        if (!S_ISLNK(st.st_mode))
+                return false;
+        n = readlinkat(dirfd, file, target, sizeof(target));
+        return n == (ssize_t) strlen("/dev/null") && memcmp(target, "/dev/null", (size_t) n) == 0;
+}
+
+int policy_store_clean_stale(const char *config_root) {
+        _cleanup_free_ char *dir = NULL;
+        struct dirent *de;
+        DIR *d;
+        int removed = 0, r = 0;
+
+        if (!config_root || streq(config_root, "/"))
+                config_root = "";
+        dir = writable_dir(config_root);
+        if (!dir)
+                return -ENOMEM;
+        d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : log_debug_errno(errno, "%s: cannot open: %m", dir);
+        while ((de = readdir(d))) {
+                if (!is_leftover(dirfd(d), de->d_name))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        r = log_debug_errno(errno, "%s/%s: cannot remove: %m", dir, de->d_name);
+                        continue;
+                }
+                log_info("%s/%s: removed, left over by an interrupted policy change", dir, de->d_name);
+                removed++;
+        }
+        closedir(d);
+        return r < 0 ? r : removed;
+}
+
+int policy_store_read_text(const char *path, char **ret_text) {
+        _cleanup_free_ char *text = NULL;
+        ConfDiag diag = {};
+        size_t size;
+        int r;
+
+        r = conf_file_read(path, POLICY_FILE_MAX, &text, &size, &diag);
+        conf_diag_clear(&diag);
+        if (r < 0)
+                return r;
+        if (memchr(text, 0, size))
+                return -EBADMSG;
+        *ret_text = TAKE_PTR(text);
+        return 0;
 }

@@ -5,7 +5,9 @@
  * A candidate file is written beside the real one, validated by the same
  * loader that reads the configuration at start, and renamed over the old
  * file only if the whole configuration is still good; a crash leaves the old
- * file or the new one. policy_store_apply() blocks (fsync): a worker runs it.
+ * file or the new one, and perhaps a hidden candidate that
+ * policy_store_clean_stale() removes. policy_store_apply() blocks (fsync): a
+ * worker runs it.
  */
 #pragma once
 
@@ -54,3 +56,19 @@ void policy_change_free(PolicyChange *c);
  * per line), -ENOENT for a policy that does not exist, others for I/O.
  */
 int policy_store_apply(const PolicyChange *c, char **ret_path, char **ret_message);
+
+/*
+ * Removes what an interrupted policy_store_apply() (kill -9, a crash) left in
+ * /etc/mdreclaim/policies.d below `config_root` (NULL, "" or "/" for the real
+ * one): the hidden candidates named ".NAME.conf." and 16 hex digits that are
+ * regular files, or links to /dev/null (a mask not renamed yet). Nothing else
+ * is touched; each file removed is logged. Call it before any change can run
+ * (at start): it would take a running change's candidate too. Returns how many
+ * were removed (0 without the directory), or a negative errno if the directory
+ * could not be read or a file not removed (the others are removed still).
+ */
+int policy_store_clean_stale(const char *config_root);
+
+/* A policy file's text as it is on disk (for showing it): bounded, never blocking, no NUL bytes
+ * (-EBADMSG); the errors of conf_file_read() otherwise. */
+int policy_store_read_text(const char *path, char **ret_text);

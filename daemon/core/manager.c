@@ -49,6 +49,8 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
         char policy_field[300];
         const char *fields[] = { policy_field, NULL };
 
+        /* What a point governs is sampled every tick from kept files; the rest now and then. */
+        observer_set_hot(m->observer, e, p && p->mode != POLICY_MODE_OFF);
         if (p == e->policy)
                 return;
         e->policy = p;
@@ -96,7 +98,9 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
          * and the point decides now, not at the next tick. */
         if (e)
                 (void) observer_sample_entry(m->observer, e, now);
-        if (t->resource == PSI_RESOURCE_IO && e && e->policy && e->policy->protect)
+        else if (!t->cgroup_id)
+                observer_sample_host(m->observer, now);
+        if (t->resource == PSI_RESOURCE_IO && (!t->cgroup_id || (e && e->policy && e->policy->protect)))
                 write_runner_run(&m->write_runner, &ctx, now);
         else if (t->resource == PSI_RESOURCE_MEMORY)
                 alloc_runner_run(&m->alloc_runner, &ctx, now);
@@ -112,7 +116,8 @@ static Cgroup *lookup_cgroup(uint64_t cgroup_id, const char **ret_unit, void *us
         Manager *m = userdata;
         CgEntry *e = cgtable_find(&m->observer->cgroups, cgroup_id);
 
-        if (!e || e->gone)
+        /* A cgroup sampled now and then holds no fd: it is opened for the action. */
+        if (!e || observer_attach(m->observer, e) < 0)
                 return NULL;
         *ret_unit = e->unit;
         return e->cg;
@@ -191,6 +196,8 @@ int manager_rescan(Manager *m) {
         if (r < 0)
                 return r;
         m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
+        m->observer->cold_every = (unsigned) MAX(m->config->daemon.cold_interval_usec / m->config->daemon.interval_usec,
+                                                 UINT64_C(1));
         for (size_t i = 0; i < m->observer->cgroups.n; i++) {
                 CgEntry *e = &m->observer->cgroups.entries[i];
                 manager_attach_policy(m, e);
@@ -211,6 +218,10 @@ int manager_tick(Manager *m) {
         if (r < 0)
                 return r;
         m->ticks++;
+        if (m->observer->out_of_fds > 0 && m->observer->out_of_fds != m->out_of_fds_logged)
+                log_warning("Out of file descriptors: %zu cgroups could not be sampled this tick; "
+                            "raise LimitNOFILE= of the service", m->observer->out_of_fds);
+        m->out_of_fds_logged = m->observer->out_of_fds;
         actuator_verify(m->actuator);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);

@@ -46,6 +46,7 @@ typedef struct Manager {
         uint64_t ticks;
         uint64_t trigger_wakeups;
         size_t n_with_policy;
+        size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
         char *status;                   /* last STATUS= sent */
 } Manager;
 

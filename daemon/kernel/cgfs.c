@@ -3,6 +3,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
@@ -74,7 +76,7 @@ CgRoot *cg_root_free(CgRoot *root) {
 
 /* The directory at `path` ("/", "/a/b") below the root, opened one component
  * at a time so that no link is followed on the way. No "." or "..". */
-static int open_beneath(int rootfd, const char *path) {
+static int open_beneath_walk(int rootfd, const char *path) {
         _cleanup_close_ int fd = cg_openat(rootfd, ".", O_RDONLY | O_DIRECTORY);
         char name[NAME_MAX + 1];
 
@@ -99,6 +101,33 @@ static int open_beneath(int rootfd, const char *path) {
                 fd = next;
                 path += n;
         }
+}
+
+/* The kernel lacks openat2() (before 5.6) or refuses it here (a seccomp filter): walk instead. */
+static bool openat2_missing;
+
+/*
+ * open_beneath_walk() in one system call where the kernel has openat2():
+ * RESOLVE_BENEATH refuses ".." and absolute links out of the root, and
+ * RESOLVE_NO_SYMLINKS any link on the way (-ELOOP, as the walk's O_NOFOLLOW
+ * gives -ENOTDIR: both are "not a cgroup of this root").
+ */
+static int open_beneath(int rootfd, const char *path) {
+        struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+        const char *rel = path + strspn(path, "/");
+        long fd;
+
+        if (openat2_missing || strstr(path, "/.") || path[0] != '/')
+                return open_beneath_walk(rootfd, path);
+        fd = syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+        if (fd >= 0)
+                return (int) fd;
+        if (errno == ENOSYS || errno == EPERM) {
+                openat2_missing = true;
+                return open_beneath_walk(rootfd, path);
+        }
+        return errno == ELOOP || errno == EXDEV ? -ENOTDIR : negative_errno();
 }
 
 int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
@@ -174,11 +203,38 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
 int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
         int r = cgroup_read(cg, f, buf, size, ret_len);
 
-        if (f < _CG_FILE_MAX) {
+        if (f < _CG_FILE_MAX)
                 closep(&cg->fds[f]);
-                cg->fds[f] = -1;
-        }
         return r;
+}
+
+void cgroup_close_files(Cgroup *cg) {
+        for (size_t f = 0; f < _CG_FILE_MAX; f++)
+                closep(&cg->fds[f]);
+}
+
+void cgroup_detach(Cgroup *cg) {
+        cgroup_close_files(cg);
+        closep(&cg->dirfd);
+}
+
+int cgroup_attach(const CgRoot *root, Cgroup *cg) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (cg->dirfd >= 0)
+                return 0;
+        fd = open_beneath(root->fd, cg->path);
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return -ENODEV;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_ino != cg->id)
+                return -ENODEV;
+        cg->dirfd = TAKE_FD(fd);
+        return 0;
 }
 
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {

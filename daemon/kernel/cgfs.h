@@ -81,6 +81,18 @@ int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
  * memory (its seq_file buffer), charged to the reader's cgroup. */
 int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len);
 
+/* Closes every file kept open for the cgroup (its directory fd stays). */
+void cgroup_close_files(Cgroup *cg);
+
+/* Closes the cgroup's files and directory: a cgroup read now and then holds no fd in between. */
+void cgroup_detach(Cgroup *cg);
+/* Opens a detached cgroup's directory again (nothing to do if open). -ENODEV if it is gone, or if
+ * another cgroup took its path (its inode is not the id). */
+int cgroup_attach(const CgRoot *root, Cgroup *cg);
+static inline bool cgroup_attached(const Cgroup *cg) {
+        return cg->dirfd >= 0;
+}
+
 /*
  * Files a live cgroup lacks (a controller not enabled there), as the sampler
  * found them: it skips them at each tick instead of looking them up again,

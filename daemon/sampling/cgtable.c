@@ -62,6 +62,8 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 log_debug_errno(r, "%s: cannot open: %m", path);
                 return 0;
         }
+        /* Held open only while it is sampled every tick (observer.h). */
+        cgroup_detach(cg);
         n = realloc(rf->added, (rf->n_added + 1) * sizeof(CgEntry));
         if (!n) {
                 cgroup_free(cg);
@@ -133,9 +135,10 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
         for (size_t i = 0; i < rf.n_added; i++)
                 cgroup_free(rf.added[i].cg);
         free(rf.added);
-        if (rf.out_of_fds > 0)
-                log_warning("Out of file descriptors: %zu cgroups are not watched. Each takes about six; "
+        if (rf.out_of_fds > 0 && rf.out_of_fds != t->unopened)
+                log_warning("Out of file descriptors: %zu new cgroups could not be opened and are not watched; "
                             "raise LimitNOFILE= of the service", rf.out_of_fds);
+        t->unopened = rf.out_of_fds;
         return r;
 }
 

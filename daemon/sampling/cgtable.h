@@ -24,9 +24,13 @@ typedef struct CgEntry {
         uint8_t cur;
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
         bool gone;                      /* found removed while sampling */
+        bool hot;                       /* sampled every tick from kept files (governed); else now and then */
+        uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
+        bool keeps;                     /* its files stay open between passes (within the fd budget) */
+        uint64_t limits_pass;           /* the observer's pass when its limits were last read */
         bool seen;                      /* found by the refresh in progress */
         CgroupSignals signals;          /* between the last two samples */
-        CgroupLimits limits;            /* as of the last rescan */
+        CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */
 } CgEntry;
 
 /* The newest sample, or NULL before the first. */
@@ -39,6 +43,7 @@ typedef struct CgTable {
         size_t n;
         size_t added, removed;  /* by the last refresh */
         unsigned walk_skipped;  /* subtrees the last refresh could not read */
+        size_t unopened;        /* cgroups the last refresh could not open (out of fds) */
 } CgTable;
 
 int cgtable_refresh(CgTable *t, const CgRoot *root);

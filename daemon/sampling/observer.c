@@ -3,10 +3,23 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "cgparse.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
+
+/* How many cgroups may keep their files open under RLIMIT_NOFILE. */
+static size_t fd_budget(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return SIZE_MAX;
+        return rl.rlim_cur > OBSERVER_FD_RESERVE ? (rl.rlim_cur - OBSERVER_FD_RESERVE) / OBSERVER_FDS_PER_KEPT : 0;
+}
 
 int observer_new(const char *cgroup_root, const char *proc_root, const char *sys_root, Observer **ret) {
         _cleanup_(observer_freep) Observer *o = calloc(1, sizeof(Observer));
@@ -16,6 +29,9 @@ int observer_new(const char *cgroup_root, const char *proc_root, const char *sys
         if (!o)
                 return -ENOMEM;
         o->page_size = ps > 0 ? (uint64_t) ps : 4096;
+        o->cold_every = 1;
+        o->descendants = UINT64_MAX;
+        o->keep_max = fd_budget();
         r = cg_root_open(cgroup_root, &o->root);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
@@ -38,18 +54,110 @@ Observer *observer_free(Observer *o) {
         return NULL;
 }
 
-int observer_rescan(Observer *o) {
-        int r = cgtable_refresh(&o->cgroups, o->root);
+static bool every_pass(const Observer *o, const CgEntry *e) {
+        return e->hot || o->passes < e->warm_until;
+}
 
+/* Hot (and warm) cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
+static bool cold_turn(const Observer *o, const CgEntry *e) {
+        return every_pass(o, e) || e->n_samples == 0 || o->cold_every <= 1 ||
+               (o->passes + e->cg->id) % o->cold_every == 0;
+}
+
+/* A cold cgroup that writes is of interest to the write point's device figures: sampled every pass
+ * while it writes, and for one cold interval after. */
+static void update_warmth(Observer *o, CgEntry *e) {
+        if (!e->hot && e->signals.valid && e->signals.write_rate > 0)
+                e->warm_until = o->passes + MAX(o->cold_every, 1u);
+}
+
+int observer_attach(Observer *o, CgEntry *e) {
+        int r;
+
+        if (e->gone)
+                return -ENODEV;
+        r = cgroup_attach(o->root, e->cg);
+        if (r == -ENODEV)
+                e->gone = o->gone_since_walk = true;
+        else if (r == -EMFILE || r == -ENFILE)
+                o->out_of_fds++;
+        return r;
+}
+
+/* Whether the cgroup may keep its files open: sampled every pass, and within the fd budget. */
+static bool keep_files(Observer *o, CgEntry *e) {
+        if (!every_pass(o, e))
+                return false;
+        if (!e->keeps && o->n_kept < o->keep_max) {
+                e->keeps = true;
+                o->n_kept++;
+        }
+        return e->keeps;
+}
+
+/* After its sample, a cgroup that does not keep its files lets go of its fds. */
+static void release(Observer *o, CgEntry *e) {
+        if (e->keeps && !every_pass(o, e)) {
+                e->keeps = false;
+                o->n_kept--;
+        }
+        if (!e->keeps)
+                cgroup_detach(e->cg);
+}
+
+/* nr_descendants from the root's cgroup.stat; UINT64_MAX if it cannot be read (then every rescan walks). */
+static uint64_t root_descendants(const Observer *o) {
+        _cleanup_close_ int fd = -1;
+        char buf[256], *p;
+        uint64_t v;
+
+        if (kept_read(o->root->fd, "cgroup.stat", &fd, buf, sizeof(buf), NULL) < 0 ||
+            !(p = strstr(buf, "nr_descendants ")) || cg_parse_u64(p + 15, strcspn(p + 15, "\n"), &v) < 0)
+                return UINT64_MAX;
+        return v;
+}
+
+/* Whether the tree may have changed since the last walk. */
+static bool walk_needed(Observer *o, uint64_t now) {
+        uint64_t d = root_descendants(o);
+        bool needed = d == UINT64_MAX || d != o->descendants || o->walks == 0 || o->gone_since_walk ||
+                      now >= o->walked_usec + OBSERVER_WALK_MAX_USEC;
+
+        o->descendants = d;
+        return needed;
+}
+
+int observer_rescan(Observer *o) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int r = 0;
+
+        if (walk_needed(o, now)) {
+                r = cgtable_refresh(&o->cgroups, o->root);
+                o->walked_usec = now;
+                o->walks++;
+                o->gone_since_walk = false;
+                /* Removed cgroups took their share of the budget with them. */
+                o->n_kept = 0;
+                for (size_t i = 0; i < o->cgroups.n; i++)
+                        o->n_kept += o->cgroups.entries[i].keeps;
+        }
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m", o->root->path);
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
+
                 cgroup_forget_absent(e->cg);
+                /* A cold cgroup's limits are read with its samples. */
+                if (!e->hot && e->limits.have != 0)
+                        continue;
+                if (observer_attach(o, e) < 0)
+                        continue;
                 if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
                         e->gone = true;
+                e->limits_pass = o->passes;
+                release(o, e);
         }
         r = metadata_discover(o->host, &o->metadata);
         if (r < 0)
@@ -61,13 +169,21 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         uint8_t next = e->n_samples == 0 ? 0 : (uint8_t) (e->cur ^ 1);
         int r;
 
-        if (e->gone)
-                return -ENODEV;
-        r = sampler_read_cgroup(e->cg, &e->samples[next]);
+        r = observer_attach(o, e);
+        if (r < 0)
+                return r;
+        r = sampler_read_cgroup(e->cg, keep_files(o, e), &e->samples[next]);
+        /* A cold cgroup's limits (five more files) with every few of its samples. */
+        if (r >= 0 && !every_pass(o, e) && e->n_samples > 0 &&
+            o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every) {
+                r = sampler_read_limits(e->cg, &e->limits);
+                e->limits_pass = o->passes;
+        }
+        release(o, e);
         if (r < 0) {
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
-                        e->gone = true;
+                        e->gone = o->gone_since_walk = true;
                         e->signals.valid = false;
                 }
                 return r;
@@ -82,9 +198,8 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         return 0;
 }
 
-int observer_sample(Observer *o, uint64_t now_usec) {
+void observer_sample_host(Observer *o, uint64_t now_usec) {
         uint8_t next = o->system_n == 0 ? 0 : (uint8_t) (o->system_cur ^ 1);
-        size_t gone = 0;
 
         (void) sampler_read_system(o->host, &o->system[next]);
         o->system_usec[next] = now_usec;
@@ -97,14 +212,29 @@ int observer_sample(Observer *o, uint64_t now_usec) {
         else
                 system_signals_derive(&o->system[next], now_usec, &o->system[next], now_usec, o->page_size,
                                       &o->system_signals);
+}
 
+int observer_sample(Observer *o, uint64_t now_usec) {
+        size_t gone = 0;
+
+        observer_sample_host(o, now_usec);
         metadata_sample(o->host, &o->metadata);
+        o->out_of_fds = 0;
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];
-                int r = observer_sample_entry(o, e, now_usec);
-                if (r == -ENOMEM)
-                        return r;
-                gone += r == -ENODEV;
+                int r = 0;
+
+                if (cold_turn(o, e)) {
+                        bool was = every_pass(o, e);
+
+                        r = observer_sample_entry(o, e, now_usec);
+                        if (r == -ENOMEM)
+                                return r;
+                        gone += r == -ENODEV;
+                        update_warmth(o, e);
+                        if (was)
+                                release(o, e);
+                }
                 /* Every device a cgroup writes to is followed for its completion rate. */
                 for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
                         (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,
@@ -114,7 +244,22 @@ int observer_sample(Observer *o, uint64_t now_usec) {
                 (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
         devstat_sample(o->host, &o->devices, now_usec);
         o->gone_last_pass = gone;
+        o->passes++;
         return 0;
+}
+
+void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
+        bool was = every_pass(o, e);
+
+        e->hot = hot;
+        if (hot && keep_files(o, e))
+                (void) observer_attach(o, e);
+        else if (was)
+                release(o, e);
+}
+
+uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec) {
+        return e->n_samples > 0 ? u64_delta(now_usec, e->sample_usec[e->cur]) : UINT64_MAX;
 }
 
 const SystemSample *observer_system_sample(const Observer *o) {

@@ -2,8 +2,16 @@
 /*
  * The daemon's picture of the host: every cgroup's newest samples and the
  * signals derived from them, and the same for the host as a whole. A rescan
- * (rare) finds cgroups and reads their limits; a sample pass (every tick, or
- * one cgroup when its PSI trigger fires) rereads counters and derives rates.
+ * finds cgroups (walking the tree only when the root's count of descendants
+ * changed, a cgroup was found removed, or a minute passed) and reads limits; a sample pass rereads
+ * counters and derives rates. Cgroups come in two tiers: hot ones (those a
+ * point governs) are sampled every pass from files kept open; the others
+ * every `cold_every` passes, spread over the passes, from files opened and
+ * closed again, so that they hold no fds and cost nothing in between. A
+ * cold cgroup that writes is sampled every pass while it does (and one cold
+ * interval after): the write point's device figures need the writers.
+ * Files are kept open only within an fd budget taken from RLIMIT_NOFILE; a
+ * governed cgroup past it is still sampled every pass, opening and closing.
  * Steady-state passes allocate nothing.
  */
 #pragma once
@@ -32,7 +40,28 @@ typedef struct Observer {
         DevStatTable devices;
 
         size_t gone_last_pass;          /* cgroups found removed by the last sample pass */
+
+        uint64_t passes;                /* sample passes so far */
+        unsigned cold_every;            /* a cold cgroup is sampled every this many passes (1: every pass) */
+        uint64_t descendants;           /* the root's nr_descendants at the last walk; UINT64_MAX: unknown */
+        uint64_t walked_usec;           /* CLOCK_MONOTONIC of the last walk */
+        uint64_t walks;                 /* walks done (a rescan may skip its walk) */
+        size_t out_of_fds;              /* cgroups the last pass could not open: out of fds */
+        size_t keep_max;                /* cgroups that may keep their files open (the fd budget) */
+        size_t n_kept;                  /* ... and that do */
+        bool gone_since_walk;           /* a cgroup was found removed: the next rescan walks */
 } Observer;
+
+/* Fds kept back from RLIMIT_NOFILE for all but cgroup files (control clients, worker, triggers, walks). */
+#define OBSERVER_FD_RESERVE 96
+/* What a cgroup sampled from kept files holds: its directory, five files, a PSI trigger. */
+#define OBSERVER_FDS_PER_KEPT 7
+
+/* A cold cgroup's limits are reread with every this many of its samples (two minutes at 30s). */
+#define OBSERVER_COLD_LIMITS_EVERY 4
+
+/* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
+#define OBSERVER_WALK_MAX_USEC (60 * USEC_PER_SEC)
 
 int observer_new(const char *cgroup_root, const char *proc_root, const char *sys_root, Observer **ret);
 Observer *observer_free(Observer *o);
@@ -47,8 +76,24 @@ int observer_rescan(Observer *o);
 /* Samples one cgroup at now_usec and derives its signals. -ENODEV: it is gone. */
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec);
 
-/* Samples the host and every known cgroup. */
+/* Samples the host's files alone (a host PSI trigger fired) and derives its signals. */
+void observer_sample_host(Observer *o, uint64_t now_usec);
+
+/* Samples the host, every hot cgroup, and the cold cgroups whose turn it is. */
 int observer_sample(Observer *o, uint64_t now_usec);
+
+/* Moves a cgroup between the tiers; a cgroup that turns cold lets go of its fds. */
+void observer_set_hot(Observer *o, CgEntry *e, bool hot);
+
+/*
+ * Opens a cgroup's directory for use (a cold cgroup holds none between its
+ * samples): 0, -ENODEV if it is gone (marked so), -EMFILE when out of fds
+ * (counted in out_of_fds for this pass).
+ */
+int observer_attach(Observer *o, CgEntry *e);
+
+/* How fresh a cgroup's newest sample is at now_usec, in µs (UINT64_MAX before the first). */
+uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec);
 
 /* The newest system sample, or NULL before the first. */
 const SystemSample *observer_system_sample(const Observer *o);

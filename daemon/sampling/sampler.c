@@ -54,14 +54,15 @@ const char *const vmstat_keys[_VMSTAT_MAX] = {
 #define SAMPLE_BUF_SIZE 16384
 
 /* Reads one file; 1 if read, 0 if the cgroup lacks it, -ENODEV if gone. */
-static int read_part(Cgroup *cg, CgFile f, char *buf, size_t *len) {
+static int read_part(Cgroup *cg, CgFile f, bool keep_open, char *buf, size_t *len) {
         int r;
 
         /* Known missing since the last rescan: no lookup. Had the cgroup gone
          * since, its files kept open would say so (-ENODEV). */
         if (cgroup_file_absent(cg, f))
                 return 0;
-        r = cgroup_read(cg, f, buf, SAMPLE_BUF_SIZE, len);
+        r = keep_open ? cgroup_read(cg, f, buf, SAMPLE_BUF_SIZE, len) :
+                        cgroup_read_once(cg, f, buf, SAMPLE_BUF_SIZE, len);
         if (r == -ENOENT || r == -ENODEV) {
                 if (cgroup_gone(cg))
                         return -ENODEV;
@@ -112,7 +113,7 @@ static const struct {
         { CG_IO_STAT, SAMPLE_IO_STAT, parse_io_stat },
 };
 
-int sampler_read_cgroup(Cgroup *cg, CgroupSample *ret) {
+int sampler_read_cgroup(Cgroup *cg, bool keep_open, CgroupSample *ret) {
         char buf[SAMPLE_BUF_SIZE];
 
         ret->have = ret->garbage = 0;
@@ -120,7 +121,7 @@ int sampler_read_cgroup(Cgroup *cg, CgroupSample *ret) {
         ret->n_io = 0;
         for (size_t i = 0; i < ELEMENTSOF(sample_parts); i++) {
                 size_t len;
-                int r = read_part(cg, sample_parts[i].file, buf, &len);
+                int r = read_part(cg, sample_parts[i].file, keep_open, buf, &len);
 
                 if (r < 0)
                         return r;

@@ -66,11 +66,12 @@ static inline uint64_t sample_stat(const CgroupSample *s, MemoryStatKey k) {
 }
 
 /*
- * Reads one cgroup's per-tick files. A file the cgroup lacks leaves its bit
+ * Reads one cgroup's per-tick files, keeping them open for the next read if
+ * `keep_open` (a cgroup sampled every tick), closing them otherwise. A file the cgroup lacks leaves its bit
  * out of `have`; garbage sets its bit in `garbage`. Returns -ENODEV if the
  * cgroup was removed, -ENOMEM, or 0.
  */
-int sampler_read_cgroup(Cgroup *cg, CgroupSample *ret);
+int sampler_read_cgroup(Cgroup *cg, bool keep_open, CgroupSample *ret);
 
 typedef enum LimitKey {
         LIMIT_HIGH,

@@ -250,17 +250,19 @@ static void waiter_free(BusWaiter *w) {
 }
 
 int api_changes_init(Api *s) {
-        int r = policy_writer_new(s->manager->event, on_policy_done, on_policy_dropped, s, &s->writer);
+        int r;
 
+        /* Candidates a killed run left behind, before the writer could make new ones. */
+        (void) policy_store_clean_stale(api_config_root(s));
+        r = policy_writer_new(s->manager->event, on_policy_done, on_policy_dropped, s, &s->writer);
+        if (r < 0)
+                return r;
         r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
                                        on_wait_timer, s);
         if (r < 0)
                 return r;
-        if (r >= 0) {
-                (void) sd_event_source_set_description(s->wait_source, "control-waiters");
-                r = sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
-        }
-        return r;
+        (void) sd_event_source_set_description(s->wait_source, "control-waiters");
+        return sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
 }
 
 void api_changes_done(Api *s) {

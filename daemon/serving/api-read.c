@@ -13,6 +13,7 @@
 #include "build-config.h"
 #include "bus-reply.h"
 #include "policy-format.h"
+#include "policy-store.h"
 #include "util.h"
 
 static int append_policy_keys(sd_bus_message *r) {
@@ -26,9 +27,12 @@ static int append_policy_keys(sd_bus_message *r) {
 
 static int status_counts(sd_bus_message *r, BusConnection *c) {
         Manager *m = api_of(c)->manager;
-        int k = 0;
+        int k;
 
         k = bus_dict_u64(r, "cgroups", api_cgroups_watched(m->observer));
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "cgroups_unwatched", m->observer->cgroups.unopened + m->observer->out_of_fds);
         if (k < 0)
                 return k;
         k = bus_dict_u64(r, "cgroups_with_policy", m->n_with_policy);
@@ -64,7 +68,7 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
 static int status_identity(sd_bus_message *r, BusConnection *c) {
         Manager *m = api_of(c)->manager;
         const char *group = m->config->daemon.admin_group;
-        int k = 0;
+        int k;
 
         k = bus_dict_str(r, "version", PACKAGE_VERSION);
         if (k < 0)
@@ -162,6 +166,9 @@ int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         k = api_resolve(m, what, &e, error);
         if (k < 0)
                 return k;
+        /* Asked for by name: figures of now, for a cgroup that is otherwise sampled now and then too. */
+        if (!e->hot && (k = observer_sample_entry(m->observer, e, manager_now_usec(m))) == -ENOMEM)
+                return k;
         k = sd_bus_message_new_method_return(msg, &r);
         if (k < 0)
                 return k;
@@ -194,7 +201,7 @@ static int append_matches(sd_bus_message *r, const Policy *p) {
 }
 
 static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
-        int k = 0;
+        int k;
 
         k = bus_dict_str(r, "name", p->name);
         if (k < 0)
@@ -270,17 +277,13 @@ static int append_settings(sd_bus_message *r, const Policy *p) {
 
 /* The policy file as it is on disk now (small; read on the loop like a reload is). */
 static int append_text(sd_bus_message *r, const char *path) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *buf = malloc(POLICY_FILE_MAX + 1);
-        size_t n;
+        _cleanup_free_ char *text = NULL;
+        int k = policy_store_read_text(path, &text);
 
-        if (!buf)
-                return -ENOMEM;
-        if (!f)
-                return 0;
-        n = fread(buf, 1, POLICY_FILE_MAX, f);
-        buf[n] = '\0';
-        return memchr(buf, 0, n) ? 0 : bus_dict_str(r, "text", buf);
+        if (k == -ENOMEM)
+                return k;
+        /* Unreadable, or not text: the settings above still say what is in force. */
+        return k < 0 ? 0 : bus_dict_str(r, "text", text);
 }
 
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -202,6 +202,16 @@ static int limits(sd_bus_message *m, const CgroupLimits *l) {
         return bus_dict_close(m);
 }
 
+/* How old the figures are: governed cgroups are sampled every tick, the others now and then. */
+static int freshness(sd_bus_message *m, const CgEntry *e) {
+        uint64_t age = observer_sample_age(e, now_usec(CLOCK_MONOTONIC));
+        int r;
+
+        if (age != UINT64_MAX && (r = bus_dict_u64(m, "sample_age_usec", age)) < 0)
+                return r;
+        return bus_dict_str(m, "sampling", e->hot ? "every-tick" : "slow");
+}
+
 /* Figures both the summary and the full view carry. */
 static int common_figures(sd_bus_message *m, const CgEntry *e, const CgroupSample *s) {
         bool stat = s && (s->have & SAMPLE_MEMORY_STAT);
@@ -212,6 +222,9 @@ static int common_figures(sd_bus_message *m, const CgEntry *e, const CgroupSampl
         if (stat && (r = bus_dict_u64(m, "dirty", sample_dirty_bytes(s))) < 0)
                 return r;
         if (stat && (r = bus_dict_u64(m, "reclaimable_estimate", sample_reclaimable_bytes(s))) < 0)
+                return r;
+        r = freshness(m, e);
+        if (r < 0)
                 return r;
         return limits(m, &e->limits);
 }

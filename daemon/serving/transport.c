@@ -509,8 +509,11 @@ static void transport_freep(Transport **s) {
 }
 
 static int add_sources(Transport *s) {
-        int r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
+        int r;
 
+        r = sd_event_add_io(s->event, &s->listen_source, s->listen_fd, EPOLLIN, on_accept, s);
+        if (r < 0)
+                return r;
         r = sd_event_add_defer(s->event, &s->reap_source, on_reap, s);
         if (r < 0)
                 return r;

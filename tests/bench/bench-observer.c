@@ -52,6 +52,8 @@ typedef struct Args {
         size_t create;                  /* real tree: cgroups to mkdir first */
         uint64_t nofile;                /* 0: raise as far as needed */
         bool no_io_stat;                /* fixture cgroups without io.stat (io controller off) */
+        size_t governed;                /* cgroups sampled every tick; 0: all of them */
+        unsigned cold_every;            /* with --governed: the others every this many ticks */
         Fixture *fixture;               /* the tree being measured */
 } Args;
 
@@ -61,6 +63,8 @@ typedef struct Result {
         size_t made;                    /* cgroups the benchmark built */
         size_t seen;                    /* cgroups the observer found */
         size_t incomplete;              /* found, but some per-tick file unread */
+        size_t governed;                /* sampled every tick (the rest every --cold-every ticks) */
+        uint64_t walks;                 /* tree walks the rescans did (a rescan walks only on change) */
         bool out_of_fds;                /* RLIMIT_NOFILE was reached: figures void */
         unsigned ticks, rescans;
         uint64_t tick_cpu_ns;           /* over all timed ticks */
@@ -400,19 +404,27 @@ static void bare_close(Bare *b) {
         *b = (Bare) {};
 }
 
-/* Opens, outside the daemon's code, every file a sample pass reads. */
+/* Opens, outside the daemon's code, every file a sample pass reads every tick (the governed cgroups'). */
 static int bare_open(const Observer *o, Bare *ret) {
         size_t n = o->cgroups.n * ELEMENTSOF(tick_files) + ELEMENTSOF(host_files), k = 0;
         Bare b = { .fds = calloc(n, sizeof(int)), .n_fds = n };
 
         if (!b.fds)
                 return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                b.fds[i] = -1;
         for (size_t i = 0; i < ELEMENTSOF(host_files); i++)
                 b.fds[k++] = openat(o->host->proc_fd, host_files[i], O_RDONLY | O_CLOEXEC);
-        for (size_t i = 0; i < o->cgroups.n; i++)
-                for (size_t f = 0; f < ELEMENTSOF(tick_files); f++)
-                        b.fds[k++] = openat(o->cgroups.entries[i].cg->dirfd, cg_file_name(tick_files[f]),
-                                            O_RDONLY | O_CLOEXEC);
+        for (size_t i = 0; i < o->cgroups.n; i++) {
+                const Cgroup *cg = o->cgroups.entries[i].cg;
+                _cleanup_close_ int dir = -1;
+
+                if (!o->cgroups.entries[i].hot)
+                        continue;
+                dir = openat(o->root->fd, streq(cg->path, "/") ? "." : cg->path + 1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                for (size_t f = 0; dir >= 0 && f < ELEMENTSOF(tick_files); f++)
+                        b.fds[k++] = openat(dir, cg_file_name(tick_files[f]), O_RDONLY | O_CLOEXEC);
+        }
         *ret = b;
         return 0;
 }
@@ -453,10 +465,24 @@ static size_t count_incomplete(const Observer *o, bool no_io_stat) {
 }
 
 /* Cold start: the first rescan and two sample passes, opening every file. */
+/* The first --governed cgroups (all without it) are sampled every tick, as a policy makes them. */
+static void mark_governed(Observer *o, const Args *a, Result *res) {
+        res->governed = 0;
+        for (size_t i = 0; i < o->cgroups.n; i++) {
+                bool hot = a->governed == 0 || i < a->governed;
+
+                observer_set_hot(o, &o->cgroups.entries[i], hot);
+                res->governed += hot;
+        }
+        o->cold_every = a->governed ? a->cold_every : 1;
+}
+
 static int measure_start(Observer *o, const Args *a, Result *res) {
         uint64_t t0 = cpu_ns();
         int r = observer_rescan(o);
 
+        if (r >= 0)
+                mark_governed(o, a, res);
         if (r >= 0)
                 r = observer_sample(o, monotonic_usec());
         if (r >= 0)
@@ -512,6 +538,7 @@ static int measure_rescans(Observer *o, const Args *a, Result *res) {
                 if (r < 0)
                         return r;
                 res->rescans++;
+                res->walks = o->walks;
         }
         return 0;
 }
@@ -590,9 +617,15 @@ static int run_child(int (*fn)(const Args *a, size_t n, Result *res), const Args
 static int child_build(const Args *a, size_t n, Result *res) {
         int r = plan_tree("", n, fixture_fill, a->fixture);
 
+        char stat[96];
+
         if (r >= 0 && a->no_io_stat)
                 r = plan_tree("", n, fixture_drop_io_stat, a->fixture);
         fixture_copy_host_proc(a->fixture);
+        /* The root's count of descendants, as the kernel keeps it: a rescan walks only when it changes. */
+        snprintf(stat, sizeof(stat), "nr_descendants %zu\nnr_dying_descendants 0\n", n);
+        if (r >= 0)
+                r = fixture_write(a->fixture, "/", "cgroup.stat", stat);
         return r < 0 ? r : 0;
 }
 
@@ -789,6 +822,8 @@ static double result_ratio(const Result *r) {
         return r->bare_cpu_ns ? (double) r->tick_cpu_ns / (double) r->bare_cpu_ns : 0.0;
 }
 
+static unsigned cold_every_printed = 30;
+
 static void print_row(const Result *r) {
         double rescan_s = (double) RESCAN_INTERVAL_DEFAULT_USEC / 1e6;
 
@@ -800,12 +835,18 @@ static void print_row(const Result *r) {
 
         printf("  %-7zu %6zu %5zu | %7.2f %7.2f %5.2f | %7.2f %7.1f | %6.1f | %7zu %6ld %6ld %6ld %6ld %7ld | %6.2f %7.2f\n",
                r->made, r->seen, r->incomplete,
-               per_cg_us(r->tick_cpu_ns, r->ticks, r->seen), per_cg_us(r->bare_cpu_ns, r->ticks, r->seen),
+               per_cg_us(r->tick_cpu_ns, r->ticks, r->governed), per_cg_us(r->bare_cpu_ns, r->ticks, r->governed),
                result_ratio(r),
                per_cg_us(r->rescan_cpu_ns, r->rescans, r->seen), per_cg_us(r->start_cpu_ns, 1, r->seen),
                r->seen ? (double) r->fds / (double) r->seen : 0.0,
                r->heap_bytes / 1024, r->rss_base_kib, r->rss_kib, r->hwm_kib, r->maxrss_kib, r->kmem_kib,
                tick_core_percent(r, 1.0), tick_core_percent(r, 1.0) + rescan_core_percent(r, rescan_s));
+        if (r->governed != r->seen)
+                printf("  (%zu governed, sampled every tick: 'us/cg' of daemon and bare is per governed cgroup; "
+                       "the other %zu every %u ticks, their cost included)\n", r->governed, r->seen - r->governed,
+                       cold_every_printed);
+        if (r->rescans)
+                printf("  (%" PRIu64 " of the %u timed rescans walked the tree)\n", r->walks - 1, r->rescans);
         if (r->heap_growth != 0)
                 printf("  ! the heap changed by %lld bytes over %u ticks\n", r->heap_growth, r->ticks);
         if (r->incomplete > 0)
@@ -822,6 +863,11 @@ static void print_targets(const Result *res, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 if (res[i].out_of_fds) {
                         printf("#   %zu cgroups: not judged, the process ran out of fds\n", res[i].made);
+                        continue;
+                }
+                if (res[i].governed != res[i].seen) {
+                        printf("#   ratio at %zu cgroups: not judged, the daemon's column carries the slow samples "
+                               "(run without --governed for the floor)\n", res[i].made);
                         continue;
                 }
                 printf("#   ratio <= %.1f at %zu cgroups: %.2f, %s\n", TARGET_RATIO, res[i].made,
@@ -859,7 +905,10 @@ static void help(void) {
                "                       first (parents included) and remove them afterwards\n"
                "  --nofile N           set RLIMIT_NOFILE to N instead of raising it as needed\n"
                "  --no-io-stat         fixture cgroups lack io.stat, as where the io controller\n"
-               "                       is not enabled (systemd without IOAccounting=)\n");
+               "                       is not enabled (systemd without IOAccounting=)\n"
+               "  --governed N         only N cgroups are governed (sampled every tick from kept\n"
+               "                       files); the rest are sampled every --cold-every ticks\n"
+               "  --cold-every K       with --governed: ticks between two samples of the rest (30)\n");
 }
 
 static int parse_count(const char *s, uint64_t max, uint64_t *ret) {
@@ -892,7 +941,7 @@ static int parse_sizes(const char *s, Args *a) {
 
 static int parse_args(int argc, char **argv, Args *a) {
         enum { ARG_SIZES = 0x100, ARG_TICKS, ARG_RESCANS, ARG_CGROUP_ROOT, ARG_PROC_ROOT, ARG_SYS_ROOT,
-               ARG_CREATE, ARG_NOFILE, ARG_NO_IO_STAT };
+               ARG_CREATE, ARG_NOFILE, ARG_NO_IO_STAT, ARG_GOVERNED, ARG_COLD_EVERY };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "sizes", required_argument, NULL, ARG_SIZES },
@@ -904,12 +953,14 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "create", required_argument, NULL, ARG_CREATE },
                 { "nofile", required_argument, NULL, ARG_NOFILE },
                 { "no-io-stat", no_argument, NULL, ARG_NO_IO_STAT },
+                { "governed", required_argument, NULL, ARG_GOVERNED },
+                { "cold-every", required_argument, NULL, ARG_COLD_EVERY },
                 {}
         };
         uint64_t v;
         int c;
 
-        *a = (Args) { .sizes = { 100, 1000, 10000 }, .n_sizes = 3, .ticks = 50, .rescans = 10 };
+        *a = (Args) { .sizes = { 100, 1000, 10000 }, .n_sizes = 3, .ticks = 50, .rescans = 10, .cold_every = 30 };
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 int r = 0;
 
@@ -927,6 +978,15 @@ static int parse_args(int argc, char **argv, Args *a) {
                 case ARG_RESCANS:
                         r = parse_count(optarg, 1000000, &v);
                         a->rescans = (unsigned) v;
+                        break;
+                case ARG_GOVERNED:
+                        r = parse_count(optarg, 1000000, &v);
+                        a->governed = (size_t) v;
+                        break;
+                case ARG_COLD_EVERY:
+                        r = parse_count(optarg, 3600, &v);
+                        a->cold_every = (unsigned) v;
+                        cold_every_printed = a->cold_every;
                         break;
                 case ARG_CGROUP_ROOT:
                         a->cgroup_root = optarg;
