@@ -39,6 +39,7 @@ static void help(void) {
                "                                /etc/mdreclaim/policies.d/NAME.conf and applied at once\n"
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
                "  events [--follow]             recent events (actions and decisions)\n"
+               "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
                "  reload                        reread the configuration\n"
                "\n"
                "Options:\n"
@@ -177,6 +178,7 @@ static const Verb verbs[] = {
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "policy", 1, -1, 0, verb_policy },
         { "events", 0, 0, OPT_FOLLOW, verb_events },
+        { "metrics", 0, 0, 0, verb_metrics },
         { "reload", 0, 0, 0, verb_reload },
 };
 
@@ -193,6 +195,8 @@ static int check_options(const Verb *v, const Args *a) {
                         return usage_error("%s does not go with '%s'", opts[i].name, v->name);
         if (a->json && streq(v->name, "top"))
                 return usage_error("top has no JSON output; use 'mdctl list --json'");
+        if (a->json && streq(v->name, "metrics"))
+                return usage_error("metrics prints the OpenMetrics text format, not JSON");
         if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
                 return usage_error("'%s' takes %s", v->name,
                                    v->max_args == 0 ? "no arguments" :

@@ -57,3 +57,4 @@ int verb_policy(sd_bus *bus, const Args *a);
 /* Checks `policy SUB ...` before connecting. */
 int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
+int verb_metrics(sd_bus *bus, const Args *a);

@@ -21,6 +21,7 @@
 #include "discover.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics-file.h"
 #include "observer.h"
 #include "parse-util.h"
 #include "report.h"
@@ -256,6 +257,7 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cgroup_root = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(api_freep) Api *api = NULL;
+        _cleanup_(metrics_file_freep) MetricsFile *metrics_file = NULL;
         ConfDiag diag = {};
         ManagerArgs margs;
         Options o;
@@ -297,6 +299,9 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return EXIT_FAILURE;
         r = api_new(m, o.control_socket ?: m->config->daemon.control_socket ?: CONTROL_SOCKET_DEFAULT, &api);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = metrics_file_new(m, &metrics_file);
         if (r < 0)
                 return EXIT_FAILURE;
         r = manager_run(m);

@@ -99,6 +99,59 @@ static int cv_group(const char *v, void *dest) {
         return set_string(dest, v);
 }
 
+/* An absolute directory, or nothing (unset: the feature is off). */
+static int cv_abs_path_or_empty(const char *v, void *dest) {
+        char **p = dest;
+
+        if (*v)
+                return cv_abs_path(v, dest);
+        free(*p);
+        *p = NULL;
+        return 0;
+}
+
+/* TextfileInterval=: a file written more often than anyone scrapes it is wasted. */
+static int cv_textfile_interval(const char *v, void *dest) {
+        return duration_between(v, dest, USEC_PER_SEC, INTERVAL_MAX_USEC);
+}
+
+static int cv_top_cgroups(const char *v, void *dest) {
+        uint64_t u;
+        int r = parse_uint_range(v, 0, METRICS_TOP_CGROUPS_MAX, &u);
+
+        if (r < 0)
+                return r;
+        *(uint32_t *) dest = (uint32_t) u;
+        return 0;
+}
+
+static const char *const top_by_names[_METRICS_TOP_MAX] = {
+        [METRICS_TOP_MEMORY] = "memory",
+        [METRICS_TOP_DIRTY] = "dirty",
+        [METRICS_TOP_SLAB] = "slab",
+        [METRICS_TOP_IO_STALL] = "io_stall",
+};
+
+const char *metrics_top_by_to_string(MetricsTopBy k) {
+        return k < _METRICS_TOP_MAX ? top_by_names[k] : NULL;
+}
+
+int metrics_top_by_from_string(const char *s) {
+        for (int k = 0; k < _METRICS_TOP_MAX; k++)
+                if (streq(s, top_by_names[k]))
+                        return k;
+        return -EINVAL;
+}
+
+static int cv_top_by(const char *v, void *dest) {
+        int k = metrics_top_by_from_string(v);
+
+        if (k < 0)
+                return k;
+        *(MetricsTopBy *) dest = (MetricsTopBy) k;
+        return 0;
+}
+
 static int cv_mode(const char *v, void *dest) {
         int m = policy_mode_from_string(v);
 
@@ -194,9 +247,17 @@ static const ConfKeyDef daemon_keys[] = {
           "a duration between 100ms and 1h (e.g. 10s)" },
         { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
           "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
+        { "Metrics", "TopCgroups", cv_top_cgroups, offsetof(DaemonSettings, metrics.top_cgroups),
+          "a number of cgroups from 0 to 1000" },
+        { "Metrics", "TopBy", cv_top_by, offsetof(DaemonSettings, metrics.top_by),
+          "memory, dirty, slab or io_stall" },
+        { "Metrics", "TextfileDirectory", cv_abs_path_or_empty, offsetof(DaemonSettings, metrics.textfile_dir),
+          "an absolute path without spaces, or nothing" },
+        { "Metrics", "TextfileInterval", cv_textfile_interval,
+          offsetof(DaemonSettings, metrics.textfile_interval_usec), "a duration between 1s and 1h (e.g. 15s)" },
 };
 
-static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", NULL };
+static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", NULL };
 
 static const ConfKeyDef policy_keys[] = {
         { "Policy", "Mode", cv_mode, offsetof(Policy, mode), "off, observe or enforce" },
@@ -664,6 +725,8 @@ static void config_defaults(DaemonSettings *d) {
                 .mem_available_min_ppm = 50000,
                 .throttle_hold_usec = 10 * USEC_PER_SEC,
                 .log_level = LOG_INFO,
+                .metrics = { .top_cgroups = METRICS_TOP_CGROUPS_DEFAULT, .top_by = METRICS_TOP_MEMORY,
+                             .textfile_interval_usec = METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC },
         };
 }
 
@@ -752,6 +815,7 @@ Config *config_free(Config *c) {
         free(c->daemon.cgroup_root);
         free(c->daemon.control_socket);
         free(c->daemon.admin_group);
+        free(c->daemon.metrics.textfile_dir);
         free(c);
         return NULL;
 }

@@ -31,6 +31,29 @@
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
 
+#define METRICS_TOP_CGROUPS_DEFAULT 20
+#define METRICS_TOP_CGROUPS_MAX 1000
+#define METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC (15 * USEC_PER_SEC)
+
+/* [Metrics] TopBy=: what ranks the cgroups exported beside the governed ones. */
+typedef enum MetricsTopBy {
+        METRICS_TOP_MEMORY,             /* memory.current */
+        METRICS_TOP_DIRTY,              /* file_dirty + file_writeback */
+        METRICS_TOP_SLAB,               /* slab_reclaimable */
+        METRICS_TOP_IO_STALL,           /* io "some" over the last interval */
+        _METRICS_TOP_MAX,
+} MetricsTopBy;
+
+const char *metrics_top_by_to_string(MetricsTopBy k);
+int metrics_top_by_from_string(const char *s);
+
+typedef struct MetricsSettings {
+        uint32_t top_cgroups;                   /* exported beside the governed ones */
+        MetricsTopBy top_by;
+        char *textfile_dir;                     /* NULL: no textfile */
+        uint64_t textfile_interval_usec;
+} MetricsSettings;
+
 typedef struct DaemonSettings {
         uint64_t interval_usec;
         uint64_t rescan_interval_usec;
@@ -49,6 +72,8 @@ typedef struct DaemonSettings {
         /* [AllocationPoint] */
         uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
         uint64_t throttle_hold_usec;
+        /* [Metrics] */
+        MetricsSettings metrics;
 } DaemonSettings;
 
 typedef struct Config {

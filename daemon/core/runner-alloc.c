@@ -146,6 +146,8 @@ void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *j
                 log_warning_errno(job->result, "%s: memory.reclaim failed: %m", e->cg->path);
                 return;
         }
+        r->reclaims++;
+        r->reclaimed_bytes += f.freed;
         snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
                  job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" : "");
         reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
@@ -162,7 +164,7 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
         if (a->kind == AP_LIFT_HIGH) {
                 int k = actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
                 if (k != 0 || !a->observe)
-                        return MIN(k, 0);
+                        return k;
         }
         if (a->observe) {
                 reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
@@ -207,8 +209,10 @@ void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
                 const ApAction *a = &plan.actions[i];
                 int k = execute(r, ctx, a, now);
 
-                if (k >= 0)
+                if (k >= 0) {
+                        point_counters_count(&r->counters, a->kind, a->kind == AP_LIFT_HIGH, a->observe, k);
                         continue;
+                }
                 alloc_point_forget(&r->state, a);
                 if (k != -ENODEV && k != -EBUSY)
                         event_action_failed(ctx->events, now, k, a->path, ap_action_to_string(a->kind));

@@ -149,10 +149,14 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
         if (plan.truncated)
                 log_warning("The write point's plan was cut at %d actions", WP_ACTIONS_MAX);
         for (size_t i = 0; i < plan.n; i++) {
-                int r = execute(ctx, &plan.actions[i]);
+                const WpAction *a = &plan.actions[i];
+                int r = execute(ctx, a);
 
                 if (r < 0)
-                        failed(w, ctx, &plan.actions[i], r, now);
+                        failed(w, ctx, a, r, now);
+                else
+                        point_counters_count(&w->counters, a->kind,
+                                             a->kind == WP_LIFT_CAP || a->kind == WP_LIFT_BUDGET, a->observe, r);
         }
 }
 

@@ -6,3 +6,14 @@ const CgroupSample *runner_governed_sample(const CgEntry *e) {
                 return NULL;
         return cg_entry_sample(e);
 }
+
+void point_counters_count(PointCounters *c, unsigned kind, bool lift, bool observe, int r) {
+        if (kind >= POINT_ACTION_KINDS_MAX)
+                return;
+        if (lift && r > 0)
+                c->done[kind]++;
+        else if (observe)
+                c->observed[kind]++;
+        else if (!lift)
+                c->done[kind]++;
+}

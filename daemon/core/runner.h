@@ -27,12 +27,23 @@ typedef struct PointContext {
 /* The newest sample of a cgroup a point governs (a policy not off, still there, sampled); NULL otherwise. */
 const CgroupSample *runner_governed_sample(const CgEntry *e);
 
+/* Actions of a point's plans since start, by kind (WpActionKind or ApActionKind), for the metrics. */
+#define POINT_ACTION_KINDS_MAX 8
+typedef struct PointCounters {
+        uint64_t done[POINT_ACTION_KINDS_MAX];          /* handed to the actuator (a lift: something was held) */
+        uint64_t observed[POINT_ACTION_KINDS_MAX];      /* only logged: Mode=observe */
+} PointCounters;
+
+/* Counts an action whose execution returned r >= 0 (a lift: 1 if a throttle was held, 0 if not). */
+void point_counters_count(PointCounters *c, unsigned kind, bool lift, bool observe, int r);
+
 /* ---- the write point (runner-write.c) ---- */
 
 typedef struct WriteRunner {
         WritePointState state;
         uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, read at rescans */
         bool io_missing_logged;
+        PointCounters counters;
 } WriteRunner;
 
 void write_runner_init(WriteRunner *w);
@@ -50,6 +61,9 @@ typedef struct AllocRunner {
         char *own_cgroup;               /* the daemon's cgroup, never reclaimed */
         int swappiness_arg;             /* memory.reclaim takes "swappiness=": -1 unknown, 0 no, 1 yes */
         bool swap_note_logged;
+        PointCounters counters;
+        uint64_t reclaims;              /* memory.reclaim jobs finished, one-shot requests included */
+        uint64_t reclaimed_bytes;       /* memory.current they took away */
 } AllocRunner;
 
 void alloc_runner_init(AllocRunner *r, char *own_cgroup);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "hostfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -83,4 +84,17 @@ char *host_read_own_cgroup(const HostRoot *h) {
         if (kept_read(h->proc_fd, "self/cgroup", &fd, buf, sizeof(buf), NULL) < 0 || !(p = strstr(buf, "0::")))
                 return NULL;
         return strndup(p + 3, strcspn(p + 3, "\n"));
+}
+
+int host_count_own_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        int n = 0;
+
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)))
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n - 1;   /* less the one opendir() held */
 }

@@ -43,3 +43,7 @@ uint32_t host_read_dirty_ratio(const HostRoot *h);
 
 /* The calling process's cgroup v2 path ("0::/path" in /proc/self/cgroup), newly allocated; NULL if unknown. */
 char *host_read_own_cgroup(const HostRoot *h);
+
+/* How many file descriptors this process has open, from the real /proc/self/fd (never a fixture's:
+ * the figure is the daemon's own), or a negative errno. */
+int host_count_own_fds(void);

@@ -38,6 +38,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_get_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListEvents", "t", SD_BUS_PARAM(since_seq), "a(ttissss)", SD_BUS_PARAM(events),
                                  method_list_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetMetrics", "", , "s", SD_BUS_PARAM(metrics), method_get_metrics,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Unsubscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(assignments),

@@ -93,6 +93,9 @@ int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
+/* api-metrics.c */
+int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
 /* api-change.c */
 int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);

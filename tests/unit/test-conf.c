@@ -189,6 +189,41 @@ static void test_policy_masking(void **state) {
         config_free(c);
 }
 
+static void test_metrics_section(void **state) {
+        ConfDiag d = {};
+        Config *c = load_ok();
+
+        assert_int_equal(c->daemon.metrics.top_cgroups, 20);
+        assert_int_equal(c->daemon.metrics.top_by, METRICS_TOP_MEMORY);
+        assert_null(c->daemon.metrics.textfile_dir);
+        assert_int_equal(c->daemon.metrics.textfile_interval_usec, 15 * USEC_PER_SEC);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf", "[Metrics]\nTopCgroups=0\nTopBy=io_stall\n"
+            "TextfileDirectory=/var/lib/prometheus/node-exporter\nTextfileInterval=1min\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.metrics.top_cgroups, 0);
+        assert_int_equal(c->daemon.metrics.top_by, METRICS_TOP_IO_STALL);
+        assert_string_equal(c->daemon.metrics.textfile_dir, "/var/lib/prometheus/node-exporter");
+        assert_int_equal(c->daemon.metrics.textfile_interval_usec, 60 * USEC_PER_SEC);
+        config_free(c);
+
+        /* A drop-in's empty TextfileDirectory= turns the textfile off again. */
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[Metrics]\nTextfileDirectory=\n");
+        c = load_ok();
+        assert_null(c->daemon.metrics.textfile_dir);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf",
+            "[Metrics]\nTopCgroups=1001\nTopBy=cpu\nTextfileDirectory=relative\nTextfileInterval=500ms\n");
+        load_fail(&d);
+        ASSERT_DIAG(&d, "off.conf:2:", "TopCgroups=: expected a number of cgroups from 0 to 1000");
+        ASSERT_DIAG(&d, "off.conf:3:", "TopBy=: expected memory, dirty, slab or io_stall");
+        ASSERT_DIAG(&d, "off.conf:4:", "TextfileDirectory=: expected an absolute path");
+        ASSERT_DIAG(&d, "off.conf:5:", "TextfileInterval=: expected a duration between 1s and 1h");
+        conf_diag_clear(&d);
+}
+
 static void test_errors_name_file_and_line(void **state) {
         ConfDiag d = {};
         char lng[400], content[600];
@@ -311,6 +346,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_good_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_precedence_and_dropins, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_duplicate_policy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
