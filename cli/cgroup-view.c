@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,17 +93,52 @@ static const char *cell_rate(char buf[static 32], const Value *v, const char *pa
         return buf;
 }
 
-int cgroups_table(const Value *list, Table *ret) {
-        static const char *const headers[] = { "CGROUP", "POLICY", ">MEMORY", ">FILE", ">DIRTY", ">SLAB",
+const char *cell_throttle(char buf[static 48], const Value *t, bool device) {
+        const char *knob = value_get_str(t, "knob"), *dev = value_get_str(t, "device");
+        char v[32];
+
+        if (!knob || !cell_size(v, t, "value"))
+                return NULL;
+        if (!streq(knob, "io.max wbps"))
+                snprintf(buf, 48, "high %s", v);
+        else
+                snprintf(buf, 48, "io%s%s %s/s", device && dev ? " " : "", device && dev ? dev : "", v);
+        return buf;
+}
+
+const char *cell_throttled(char buf[static 64], const Value *throttles, const char *path) {
+        size_t off = 0;
+        bool released = false;
+
+        buf[0] = '\0';
+        for (size_t i = 0; throttles && path && i < throttles->n && off < 64; i++) {
+                const Value *t = &throttles->items[i];
+                char one[48];
+
+                if (!streq_ptr(value_get_str(t, "path"), path))
+                        continue;
+                if (cell_throttle(one, t, false))
+                        off += (size_t) snprintf(buf + off, 64 - off, "%s%s", off ? "," : "", one);
+                else
+                        released = true;
+        }
+        if (off == 0 && released)
+                snprintf(buf, 64, "released");
+        return buf[0] ? buf : NULL;
+}
+
+int cgroups_table(const Value *list, const Value *throttles, Table *ret) {
+        static const char *const headers[] = { "CGROUP", "POLICY", "THROTTLED", ">MEMORY", ">FILE", ">DIRTY", ">SLAB",
                                                ">RECLAIM~", ">WRITE", ">MEM_STALL", ">IO_STALL", NULL };
         int r = 0;
 
         table_init(ret, headers);
         for (size_t i = 0; r >= 0 && i < list->n; i++) {
                 const Value *c = &list->items[i];
-                char mem[32], file[32], dirty[32], slab[32], recl[32], wr[32], ms[32], is[32];
+                char thr[64], mem[32], file[32], dirty[32], slab[32], recl[32], wr[32], ms[32], is[32];
                 const char *cells[] = {
                         value_get_str(c, "path"), value_get_str(c, "policy"),
+                        cell_throttled(thr, throttles, value_get_str(c, "path")),
                         cell_size(mem, c, "memory_current"), cell_size(file, c, "file"),
                         cell_size(dirty, c, "dirty"), cell_size(slab, c, "slab_reclaimable"),
                         cell_size(recl, c, "reclaimable_estimate"), cell_rate(wr, c, "signals.write_rate"),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cgroup table of `mdctl list` and `mdctl top`: ListCgroups' entries
- * sorted by dirty data, pressure, memory or name, as human-sized cells.
+ * sorted by dirty data, pressure, memory or name, as human-sized cells, with
+ * what ListThrottles says holds each back.
  */
 #pragma once
 
@@ -22,8 +23,13 @@ const char *sort_key_to_string(SortKey k);
 /* Sorts an array of cgroup objects in place: sizes and stalls largest first, names A to Z. */
 void cgroups_sort(Value *list, SortKey k);
 
-/* One row per cgroup of `list`. */
-int cgroups_table(const Value *list, Table *ret);
+/* One row per cgroup of `list`; THROTTLED from `throttles` (ListThrottles' array; NULL: none known). */
+int cgroups_table(const Value *list, const Value *throttles, Table *ret);
+
+/* One throttle of ListThrottles: "io 6.0M/s" ("io 8:0 6.0M/s" with the device), "high 88.0M"; NULL for a release. */
+const char *cell_throttle(char buf[static 48], const Value *t, bool device);
+/* What holds the cgroup at `path` back: its throttles joined by ",", or "released"; NULL: nothing. */
+const char *cell_throttled(char buf[static 64], const Value *throttles, const char *path);
 
 /* Human cells. */
 const char *cell_size(char buf[static 32], const Value *v, const char *path);

@@ -91,9 +91,26 @@ int verb_status(sd_bus *bus, const Args *a) {
 
 /* ---- list, show, top ---- */
 
+static int list_table(sd_bus *bus, const Value *list, const Args *a) {
+        Value throttles = {};
+        Table t = {};
+        int r = client_call(bus, "cannot list the throttles", "ListThrottles", &throttles, "");
+
+        if (r < 0)
+                return r;
+        r = cgroups_table(list, &throttles, &t);
+        if (r >= 0) {
+                table_print(&t, stdout, a->legend, 0, 0);
+                if (a->legend)
+                        printf("\n%zu cgroup%s.\n", list->n, list->n == 1 ? "" : "s");
+        }
+        table_clear(&t);
+        value_clear(&throttles);
+        return r < 0 ? client_fail("cannot build the table", r) : 0;
+}
+
 int verb_list(sd_bus *bus, const Args *a) {
         Value list = {};
-        Table t = {};
         int r = client_call(bus, "cannot list the cgroups", "ListCgroups", &list, "");
 
         if (r < 0)
@@ -103,14 +120,10 @@ int verb_list(sd_bus *bus, const Args *a) {
                 fputs("{\"cgroups\":", stdout);
                 value_json(&list, stdout);
                 fputs("}\n", stdout);
-        } else if ((r = cgroups_table(&list, &t)) >= 0) {
-                table_print(&t, stdout, a->legend, 0, 0);
-                if (a->legend)
-                        printf("\n%zu cgroup%s.\n", list.n, list.n == 1 ? "" : "s");
-        }
-        table_clear(&t);
+        } else
+                r = list_table(bus, &list, a);
         value_clear(&list);
-        return r < 0 ? client_fail("cannot build the table", r) : 0;
+        return r;
 }
 
 static void show_limits(const Value *c) {
@@ -162,7 +175,7 @@ static void show_signals(const Value *c) {
         field("Writes", "%s/s", or_dash(cell_size(wr, c, "signals.write_rate")));
 }
 
-static void show_print(const Value *c) {
+static void show_print(const Value *c, const Value *throttles) {
         const char *unit = value_get_str(c, "unit"), *policy = value_get_str(c, "policy");
         uint64_t id = 0;
 
@@ -176,23 +189,23 @@ static void show_print(const Value *c) {
         show_memory(c);
         show_limits(c);
         show_signals(c);
+        show_throttles(c, throttles);
 }
 
 int verb_show(sd_bus *bus, const Args *a) {
-        Value c = {};
+        Value c = {}, throttles = {};
         char what[300];
         int r;
 
         snprintf(what, sizeof(what), "cannot show %s", a->argv[1]);
         r = client_call(bus, what, "GetCgroup", &c, "s", a->argv[1]);
-        if (r < 0)
-                return r;
-        if (a->json)
+        if (r >= 0 && a->json)
                 print_json(&c);
-        else
-                show_print(&c);
+        else if (r >= 0 && (r = client_call(bus, what, "ListThrottles", &throttles, "")) >= 0)
+                show_print(&c, &throttles);
         value_clear(&c);
-        return 0;
+        value_clear(&throttles);
+        return r < 0 ? r : 0;
 }
 
 int verb_top(sd_bus *bus, const Args *a) {

@@ -33,6 +33,10 @@ static void help(void) {
                "  reclaim UNIT [--bytes SIZE] [--cache-only]\n"
                "                                reclaim memory of a cgroup now\n"
                "  writeback UNIT [--wait]       write back a cgroup's dirty data now\n"
+               "  throttles                     every throttle the daemon holds, and the releases\n"
+               "  release UNIT [--for TIME] | --all\n"
+               "                                lift a cgroup's throttles (or every cgroup's) now and\n"
+               "                                set none for TIME (default 10min)\n"
                "  policy list                   the policies loaded\n"
                "  policy show NAME              one policy: its file and every effective setting\n"
                "  policy set NAME KEY=VALUE...  set keys of a policy (created if needed), persisted in\n"
@@ -57,7 +61,7 @@ static void help(void) {
 
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
-        ARG_WAIT, ARG_FOLLOW, ARG_DELAY,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL,
 };
 
 static int parse_option(int c, Args *a) {
@@ -93,6 +97,13 @@ static int parse_option(int c, Args *a) {
                         return usage_error("invalid --iterations '%s': expected a number above 0", optarg);
                 a->have_top_opts = true;
                 break;
+        case ARG_FOR:
+                if (parse_duration(optarg, &a->for_usec) < 0 || a->for_usec < USEC_PER_SEC)
+                        return usage_error("invalid --for '%s': expected a duration of 1s or more (e.g. 30min)",
+                                           optarg);
+                a->have_for = true;
+                break;
+        case ARG_ALL: a->all = true; break;
         default:
                 return usage_error("unknown option");
         }
@@ -111,6 +122,8 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "follow", no_argument, NULL, ARG_FOLLOW },
                 { "delay", required_argument, NULL, ARG_DELAY },
                 { "iterations", required_argument, NULL, 'n' },
+                { "for", required_argument, NULL, ARG_FOR },
+                { "all", no_argument, NULL, ARG_ALL },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {}
@@ -160,6 +173,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
+        OPT_RELEASE = 1 << 5,
 };
 
 typedef struct Verb {
@@ -180,15 +194,18 @@ static const Verb verbs[] = {
         { "events", 0, 0, OPT_FOLLOW, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },
         { "reload", 0, 0, 0, verb_reload },
+        { "throttles", 0, 0, 0, verb_throttles },
+        { "release", 0, 1, OPT_RELEASE, verb_release },
 };
 
 static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
-                { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" },
+                { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
-                        (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0);
+                        (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
+                        (a->have_for || a->all ? OPT_RELEASE : 0);
 
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))
@@ -202,6 +219,8 @@ static int check_options(const Verb *v, const Args *a) {
                                    v->max_args == 0 ? "no arguments" :
                                    v->min_args == 1 && v->max_args == 1 ? "one unit name or cgroup path" :
                                    "other arguments");
+        if (streq(v->name, "release"))
+                return check_release_args(a);
         return streq(v->name, "policy") ? check_policy_args(a) : 0;
 }
 

@@ -29,6 +29,9 @@ typedef struct Args {
         uint64_t delay_usec;
         bool have_top_opts;
         uint64_t iterations;
+        bool all;               /* release --all */
+        bool have_for;
+        uint64_t for_usec;      /* release --for */
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;
@@ -58,3 +61,9 @@ int verb_policy(sd_bus *bus, const Args *a);
 int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
 int verb_metrics(sd_bus *bus, const Args *a);
+int verb_throttles(sd_bus *bus, const Args *a);
+int verb_release(sd_bus *bus, const Args *a);
+/* Checks `release UNIT | --all` before connecting. */
+int check_release_args(const Args *a);
+/* show's lines on the cgroup `c`'s throttles and release, from ListThrottles' array. */
+void show_throttles(const Value *c, const Value *throttles);

@@ -88,16 +88,18 @@ static void header(const Value *st, const TopOptions *o, FILE *f) {
 
 /* One frame: the status, then the table, cut to the screen on a terminal. */
 static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
-        Value st = {}, list = {};
+        Value st = {}, list = {}, throttles = {};
         Table t = {};
         int r;
 
         r = client_call(bus, "cannot get the status", "GetStatus", &st, "");
         if (r >= 0)
                 r = client_call(bus, "cannot list the cgroups", "ListCgroups", &list, "");
+        if (r >= 0)
+                r = client_call(bus, "cannot list the throttles", "ListThrottles", &throttles, "");
         if (r >= 0) {
                 cgroups_sort(&list, o->sort);
-                r = cgroups_table(&list, &t);
+                r = cgroups_table(&list, &throttles, &t);
         }
         if (r >= 0) {
                 if (s->tty) {
@@ -116,6 +118,7 @@ static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
         table_clear(&t);
         value_clear(&st);
         value_clear(&list);
+        value_clear(&throttles);
         return r;
 }
 

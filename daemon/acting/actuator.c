@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,18 @@ static bool write_in_flight(const Actuator *a, const ThrottleEntry *t) {
         return false;
 }
 
+/* The value t holds once the writes queued for it are done: the newest one's, or the one applied. */
+static uint64_t value_ahead(const Actuator *a, const ThrottleEntry *t) {
+        uint64_t v = t->applied, cookie = 0;
+
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (same_throttle(&a->pending[i], t) && a->pending[i].cookie > cookie) {
+                        cookie = a->pending[i].cookie;
+                        v = a->pending[i].value;
+                }
+        return v;
+}
+
 /* Queues `job` for cg, remembering what it is for (`p`: its kind, throttle and value). */
 static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         int r;
@@ -123,11 +136,14 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
 }
 
+/* Writes the ledger file after a change, and says that the throttles changed. */
 static int persist(Actuator *a) {
         int r = ledger_save(&a->ledger);
 
         if (r < 0)
                 log_warning_errno(r, "Cannot write the throttle ledger %s: %m", strna(a->ledger.file));
+        if (a->ops->throttles_changed)
+                a->ops->throttles_changed(a->userdata);
         return r;
 }
 
@@ -145,19 +161,40 @@ static const char *set_action(const ThrottleRequest *q) {
         return q->point == POINT_WRITE ? "dirty-budget" : "throttle-allocations";
 }
 
+static const char *lift_action(ThrottleKind kind) {
+        return kind == THROTTLE_IO_WBPS ? "lift-cap" : "restore-memory-high";
+}
+
+/* Whether an operator's release keeps the cgroup unthrottled now; the first refusal of each release is logged. */
+static bool refused(Actuator *a, const Cgroup *cg, const ThrottleRequest *q) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        LedgerHold *h = ledger_held(&a->ledger, cg->path, now);
+
+        if (!h)
+                return false;
+        if (!h->refusal_logged)
+                log_info("%s: released by %s for %" PRIu64 "s more; the %s point's throttles wait until then",
+                         cg->path, h->who, (h->until_usec - now) / USEC_PER_SEC, throttle_point_to_string(q->point));
+        h->refusal_logged = true;
+        return true;
+}
+
 int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q) {
         const char *unit;
         Cgroup *cg = lookup(a, cgroup_id, &unit);
-        uint64_t value = q->value, current, before;
+        ThrottleRequest req = *q;
+        uint64_t current, before;
         ThrottleEntry *t;
         int r;
 
         if (!cg)
                 return -ENODEV;
+        if (refused(a, cg, q))
+                return -ECANCELED;
         /* The kernel keeps memory.high in pages: a value it would round is
          * rounded here, or the next check would take it for someone else's. */
-        if (q->kind == THROTTLE_MEMORY_HIGH && value != THROTTLE_NONE)
-                value = value / a->page_size * a->page_size;
+        if (q->kind == THROTTLE_MEMORY_HIGH && q->value != THROTTLE_NONE)
+                req.value = q->value / a->page_size * a->page_size;
         t = ledger_find(&a->ledger, cg->path, q->kind, q->major, q->minor);
         if (t)
                 current = t->applied;
@@ -166,8 +203,7 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
                 if (r < 0)
                         return r;
         }
-        r = ledger_request(&a->ledger, cg->path, cg->id, q->kind, q->major, q->minor, q->point, value, q->reason,
-                           current, &t);
+        r = ledger_request(&a->ledger, cg->path, cg->id, &req, current, now_usec(CLOCK_REALTIME), &t);
         if (r < 0)
                 return r;
         before = t->applied;
@@ -207,19 +243,150 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
 
         if (!t)
                 return 0;
-        t->requested[q->point] = THROTTLE_NONE;
-        t->reason[q->point][0] = '\0';
+        ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, q->point);
         before = t->applied;
         if (cg && throttle_effective(t) != before) {
                 r = apply(a, cg, t);
                 if (r >= 0)
-                        throttle_event(a, q->kind == THROTTLE_IO_WBPS ? "lift-cap" : "restore-memory-high", unit, t,
-                                       before, throttle_effective(t), q->reason);
+                        throttle_event(a, lift_action(q->kind), unit, t, before, throttle_effective(t), q->reason);
         }
         if (!throttle_requested(t) && (!cg || (t->applied == t->original && !write_in_flight(a, t))))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
         return r < 0 ? r : 1;
+}
+
+/* ---- releases ---- */
+
+static void release_event(Actuator *a, const char *action, const char *path, const char *unit, const LedgerHold *h,
+                          const char *format, ...) __attribute__((format(printf, 6, 7)));
+static void release_event(Actuator *a, const char *action, const char *path, const char *unit, const LedgerHold *h,
+                          const char *format, ...) {
+        char f_who[LEDGER_WHO_MAX + 16], f_until[48], text[EVENT_TEXT_MAX];
+        const char *fields[] = { f_who, f_until, NULL };
+        va_list ap;
+
+        snprintf(f_who, sizeof(f_who), "RELEASED_BY=%s", h->who);
+        snprintf(f_until, sizeof(f_until), "UNTIL_REALTIME_USEC=%" PRIu64, h->until_usec);
+        va_start(ap, format);
+        vsnprintf(text, sizeof(text), format, ap);
+        va_end(ap);
+        event_record(a->events, &(LogEvent) { .level = LOG_NOTICE, .message_id = MESSAGE_RELEASE, .cgroup = path,
+                                              .unit = unit, .action = action, .fields = fields },
+                     "%s", text);
+}
+
+/* Every point's request on t withdrawn at once, the original written back, the points told. */
+static int lift_released(Actuator *a, ThrottleEntry *t, const char *why) {
+        const char *unit;
+        Cgroup *cg = lookup(a, t->cgroup_id, &unit);
+        uint64_t before = value_ahead(a, t);
+        int r = 0;
+
+        throttle_clear_requests(t);
+        /* What a memory.high write still queued brings counts: the original goes in behind it. */
+        if (cg && t->original != before) {
+                r = apply(a, cg, t);
+                if (r >= 0)
+                        throttle_event(a, lift_action(t->kind), unit, t, before, t->original, why);
+                else
+                        log_warning_errno(r, "%s: cannot lift %s: %m", t->path, throttle_file(t->kind));
+        }
+        if (a->ops->throttle_dropped)
+                a->ops->throttle_dropped(t, a->userdata);
+        if (!cg || (t->applied == t->original && !write_in_flight(a, t)))
+                ledger_remove(&a->ledger, t);
+        return r;
+}
+
+/* Lifts every throttle on the cgroup (0: on every cgroup); returns how many. */
+static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
+        int n = 0;
+
+        /* Backwards: a removal moves the last entry (already seen) into its place. */
+        for (size_t i = a->ledger.n; i > 0; i--) {
+                ThrottleEntry *t = &a->ledger.entries[i - 1];
+
+                if (cgroup_id != 0 && t->cgroup_id != cgroup_id)
+                        continue;
+                (void) lift_released(a, t, why);
+                n++;
+        }
+        return n;
+}
+
+/* Records the release of `path`; if the ledger cannot be written, the one it replaced (if any) is back. */
+static int record_release(Actuator *a, const char *path, uint64_t cgroup_id, uint64_t now, uint64_t until_usec,
+                          const char *who, LedgerHold **ret) {
+        LedgerHold before = {}, *h = ledger_find_hold(&a->ledger, path);
+        int r;
+
+        if (h)
+                before = *h;
+        r = ledger_hold(&a->ledger, path, cgroup_id, now, until_usec, who, &h);
+        if (r < 0)
+                return r;
+        /* Recorded first: a crash from here on still finds the release at the next start. */
+        r = persist(a);
+        if (r >= 0)
+                *ret = h;
+        else if (before.path)
+                *h = before;
+        else
+                ledger_unhold(&a->ledger, h);
+        return r;
+}
+
+int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const char *who) {
+        const char *unit = NULL, *path = LEDGER_HOLD_ALL;
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        LedgerHold *h;
+        char why[LEDGER_WHO_MAX + 32];
+        int r, n;
+
+        if (cgroup_id != 0) {
+                Cgroup *cg = lookup(a, cgroup_id, &unit);
+
+                if (!cg)
+                        return -ENODEV;
+                path = cg->path;
+        }
+        r = record_release(a, path, cgroup_id, now, until_usec, who, &h);
+        if (r < 0)
+                return r;
+        snprintf(why, sizeof(why), "released by %s", who);
+        n = lift_all_on(a, cgroup_id, why);
+        release_event(a, "release", cgroup_id ? path : NULL, unit, h,
+                      "%s: released by %s for %" PRIu64 "s: %d throttle%s lifted, none set until then",
+                      cgroup_id ? path : "every cgroup", who, u64_delta(until_usec, now) / USEC_PER_SEC, n,
+                      n == 1 ? "" : "s");
+        (void) persist(a);
+        return n;
+}
+
+const LedgerHold *actuator_released(const Actuator *a, const char *path) {
+        return ledger_held(&a->ledger, path, now_usec(CLOCK_REALTIME));
+}
+
+/* Releases whose time is up are dropped; each is said with an event. Returns whether any was. */
+static bool end_releases(Actuator *a, bool quiet) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        bool changed = false;
+
+        for (size_t i = a->ledger.n_holds; i > 0; i--) {
+                LedgerHold *h = &a->ledger.holds[i - 1];
+                bool all = streq(h->path, LEDGER_HOLD_ALL);
+
+                if (h->until_usec > now)
+                        continue;
+                if (!quiet)
+                        release_event(a, "release-ended", all ? NULL : h->path, NULL, h,
+                                      "%s: the release by %s ended; the points may throttle it again",
+                                      all ? "every cgroup" : h->path, h->who);
+                ledger_unhold(&a->ledger, h);
+                changed = true;
+        }
+        return changed;
 }
 
 /*
@@ -256,6 +423,12 @@ int actuator_recover(Actuator *a) {
                 return log_warning_errno(r, "Cannot read the throttle ledger %s: %m", strna(a->ledger.file));
         if (bad_line)
                 log_warning("%s:%u: unreadable ledger line skipped", a->ledger.file, bad_line);
+        /* Releases still running stay (the points wait for them); ended ones go without a word. */
+        (void) end_releases(a, true);
+        for (size_t i = 0; i < a->ledger.n_holds; i++)
+                log_info("%s: released by %s for %" PRIu64 "s more; no throttle until then", a->ledger.holds[i].path,
+                         a->ledger.holds[i].who,
+                         u64_delta(a->ledger.holds[i].until_usec, now_usec(CLOCK_REALTIME)) / USEC_PER_SEC);
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
                 Cgroup *cg = lookup(a, t->cgroup_id, NULL);
@@ -278,7 +451,7 @@ static void drop_entry(Actuator *a, ThrottleEntry *t) {
 }
 
 void actuator_verify(Actuator *a) {
-        bool changed = false;
+        bool changed = end_releases(a, false);
 
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];

@@ -6,8 +6,10 @@
  * ledger before it writes it (no record, no write); every tick it checks
  * that its values are still in place (someone else's value wins and is not
  * fought over); at stop, and at start after a crash, it puts the originals
- * back. Cgroups are named by id and looked up through a callback; results
- * come back through callbacks, so using it needs no point's code.
+ * back. An operator may release a cgroup: its throttles are lifted and the
+ * points' requests refused until the release ends. Cgroups are named by id
+ * and looked up through a callback; results come back through callbacks, so
+ * using it needs no point's code.
  */
 #pragma once
 
@@ -28,6 +30,8 @@ typedef struct ActuatorOps {
         /* A throttle left the ledger without its point asking (someone else's value, the cgroup
          * gone): the point that set it forgets it. May be NULL. */
         void (*throttle_dropped)(const ThrottleEntry *t, void *userdata);
+        /* The throttles or the releases changed (a value, an entry, a release begun or ended). May be NULL. */
+        void (*throttles_changed)(void *userdata);
 } ActuatorOps;
 
 typedef struct ActuatorArgs {
@@ -49,21 +53,14 @@ static inline void actuator_freep(Actuator **a) {
                 actuator_free(*a);
 }
 
-/* What a point asks of one throttle. */
-typedef struct ThrottleRequest {
-        ThrottleKind kind;
-        uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
-        ThrottlePoint point;
-        uint64_t value;                 /* actuator_throttle_set() only; THROTTLE_NONE: "max" */
-        const char *reason;
-} ThrottleRequest;
-
 /*
  * Point q->point asks for q->value: recorded, persisted, then written if the
  * effective value changes (for memory.high the lowest request wins). The
  * ledger could not be written: -EIO-like errors, and nothing is written.
  * -ENODEV: the cgroup is gone; -ENOENT (io.max): the io controller is not
- * enabled for it; -EBUSY: the worker's queue is full.
+ * enabled for it; -EBUSY: the worker's queue is full; -ECANCELED: an
+ * operator released the cgroup and the release lasts (logged once per
+ * release; the point tries again later).
  */
 int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
 
@@ -73,12 +70,29 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
  */
 int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q);
 
+/*
+ * An operator releases the cgroup (cgroup_id 0: every cgroup) until
+ * `until_usec` (CLOCK_REALTIME), `who` asking. The release is recorded in the
+ * ledger, every throttle on it is lifted at once (the point that set it hears
+ * of it through throttle_dropped), a "release" event is recorded, and until
+ * then actuator_throttle_set() refuses the points' requests on it. A release
+ * of the same cgroup replaces the last; it outlives a restart. Returns the
+ * number of throttles lifted; -ENODEV: the cgroup is gone; -E2BIG: too many
+ * cgroups are released; -EIO-like errors: the ledger could not be written
+ * (nothing was lifted).
+ */
+int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const char *who);
+
+/* The release that keeps the cgroup at `path` unthrottled now, or NULL. */
+const LedgerHold *actuator_released(const Actuator *a, const char *path);
+
 /* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
 
 /* At start: reads the ledger a previous run left, restores what still holds its values. */
 int actuator_recover(Actuator *a);
-/* Every tick: our values still in place? A foreign value wins and becomes the original. */
+/* Every tick: our values still in place? A foreign value wins and becomes the original. Ended
+ * releases are dropped. */
 void actuator_verify(Actuator *a);
 /* At stop: every throttle back to its original (raising a limit does not block). */
 void actuator_restore_all(Actuator *a);

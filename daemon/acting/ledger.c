@@ -12,7 +12,10 @@
 #include "log.h"
 #include "util.h"
 
-#define LEDGER_HEADER "# mdreclaim throttle ledger v1"
+/* v2 adds to each entry its since and each point's "lifts when", and the
+ * release lines; v1 entries are read as they are (since unknown). */
+#define LEDGER_HEADER "# mdreclaim throttle ledger v2"
+#define HOLD_TAG "release"
 
 static const char *const kind_names[_THROTTLE_KIND_MAX] = {
         [THROTTLE_MEMORY_HIGH] = "memory.high",
@@ -43,7 +46,10 @@ static void entry_free(ThrottleEntry *e) {
 void ledger_clear(Ledger *l) {
         for (size_t i = 0; i < l->n; i++)
                 entry_free(&l->entries[i]);
+        for (size_t i = 0; i < l->n_holds; i++)
+                free(l->holds[i].path);
         free(l->entries);
+        free(l->holds);
         free(l->file);
         *l = (Ledger) {};
 }
@@ -66,19 +72,27 @@ uint64_t throttle_effective(const ThrottleEntry *e) {
         return v == THROTTLE_NONE ? e->original : MIN(v, e->original);
 }
 
+/* `array` of n items of `size` bytes with room for one more (at most `max` in all): itself, or a larger
+ * copy; NULL: no memory, and the old one stays. */
+static void *array_reserve(void *array, size_t *allocated, size_t n, size_t size, size_t first, size_t max) {
+        size_t want = MIN(MAX(*allocated * 2, first), max);
+        void *p;
+
+        if (n < *allocated)
+                return array;
+        p = reallocarray(array, want, size);
+        if (p)
+                *allocated = want;
+        return p;
+}
+
 /* Appends a copy of `src` with its own copy of `path`; the caller checks LEDGER_MAX. NULL: no memory. */
 static ThrottleEntry *ledger_append(Ledger *l, const ThrottleEntry *src, const char *path) {
-        ThrottleEntry *e;
+        ThrottleEntry *e = array_reserve(l->entries, &l->allocated, l->n, sizeof(ThrottleEntry), 16, LEDGER_MAX);
 
-        if (l->n >= l->allocated) {
-                size_t want = MIN(MAX(l->allocated * 2, (size_t) 16), (size_t) LEDGER_MAX);
-                ThrottleEntry *n = reallocarray(l->entries, want, sizeof(ThrottleEntry));
-
-                if (!n)
-                        return NULL;
-                l->entries = n;
-                l->allocated = want;
-        }
+        if (!e)
+                return NULL;
+        l->entries = e;
         e = &l->entries[l->n];
         *e = *src;
         e->path = strdup(path);
@@ -88,15 +102,14 @@ static ThrottleEntry *ledger_append(Ledger *l, const ThrottleEntry *src, const c
         return e;
 }
 
-int ledger_request(Ledger *l, const char *path, uint64_t cgroup_id, ThrottleKind kind, uint32_t major,
-                   uint32_t minor, ThrottlePoint p, uint64_t value, const char *reason, uint64_t current,
-                   ThrottleEntry **ret) {
-        ThrottleEntry *e = ledger_find(l, path, kind, major, minor);
+int ledger_request(Ledger *l, const char *path, uint64_t cgroup_id, const ThrottleRequest *q, uint64_t current,
+                   uint64_t now_usec, ThrottleEntry **ret) {
+        ThrottleEntry *e = ledger_find(l, path, q->kind, q->major, q->minor);
 
         if (!e) {
                 ThrottleEntry n = {
-                        .cgroup_id = cgroup_id, .kind = kind, .major = major, .minor = minor,
-                        .original = current, .applied = current,
+                        .cgroup_id = cgroup_id, .kind = q->kind, .major = q->major, .minor = q->minor,
+                        .original = current, .applied = current, .since_usec = now_usec,
                 };
 
                 if (l->n >= LEDGER_MAX)
@@ -107,8 +120,9 @@ int ledger_request(Ledger *l, const char *path, uint64_t cgroup_id, ThrottleKind
                 if (!e)
                         return -ENOMEM;
         }
-        e->requested[p] = value;
-        snprintf(e->reason[p], sizeof(e->reason[p]), "%s", reason ? reason : "");
+        e->requested[q->point] = q->value;
+        snprintf(e->reason[q->point], sizeof(e->reason[q->point]), "%s", q->reason ?: "");
+        snprintf(e->lifts_when[q->point], sizeof(e->lifts_when[q->point]), "%s", q->lifts_when ?: "");
         *ret = e;
         return 0;
 }
@@ -121,6 +135,7 @@ ThrottleEntry *ledger_release(Ledger *l, const char *path, ThrottleKind kind, ui
                 return NULL;
         e->requested[p] = THROTTLE_NONE;
         e->reason[p][0] = '\0';
+        e->lifts_when[p][0] = '\0';
         return e;
 }
 
@@ -133,16 +148,84 @@ void ledger_remove(Ledger *l, ThrottleEntry *e) {
         l->entries[i] = l->entries[--l->n];
 }
 
+void throttle_clear_requests(ThrottleEntry *e) {
+        for (int p = 0; p < _POINT_MAX; p++) {
+                e->requested[p] = THROTTLE_NONE;
+                e->reason[p][0] = '\0';
+                e->lifts_when[p][0] = '\0';
+        }
+}
+
 bool ledger_adopt_foreign(ThrottleEntry *e, uint64_t found) {
         if (found == e->applied)
                 return false;
         e->original = found;
         e->applied = found;
-        for (int p = 0; p < _POINT_MAX; p++) {
-                e->requested[p] = THROTTLE_NONE;
-                e->reason[p][0] = '\0';
-        }
+        throttle_clear_requests(e);
         return true;
+}
+
+/* ---- released cgroups ---- */
+
+LedgerHold *ledger_find_hold(const Ledger *l, const char *path) {
+        for (size_t i = 0; i < l->n_holds; i++)
+                if (streq(l->holds[i].path, path))
+                        return &l->holds[i];
+        return NULL;
+}
+
+/* A new hold on `path` with its own copy of the path, the rest zeroed; the caller checks LEDGER_HOLDS_MAX. */
+static LedgerHold *hold_append(Ledger *l, const char *path) {
+        LedgerHold *h = array_reserve(l->holds, &l->allocated_holds, l->n_holds, sizeof(LedgerHold), 4,
+                                      LEDGER_HOLDS_MAX);
+
+        if (!h)
+                return NULL;
+        l->holds = h;
+        h = &l->holds[l->n_holds];
+        *h = (LedgerHold) { .path = strdup(path) };
+        if (!h->path)
+                return NULL;
+        l->n_holds++;
+        return h;
+}
+
+int ledger_hold(Ledger *l, const char *path, uint64_t cgroup_id, uint64_t since_usec, uint64_t until_usec,
+                const char *who, LedgerHold **ret) {
+        LedgerHold *h = ledger_find_hold(l, path);
+
+        if (!h) {
+                if (l->n_holds >= LEDGER_HOLDS_MAX)
+                        return -E2BIG;
+                h = hold_append(l, path);
+                if (!h)
+                        return -ENOMEM;
+        }
+        h->cgroup_id = cgroup_id;
+        h->since_usec = since_usec;
+        h->until_usec = until_usec;
+        h->refusal_logged = false;
+        snprintf(h->who, sizeof(h->who), "%s", who ?: "");
+        if (ret)
+                *ret = h;
+        return 0;
+}
+
+LedgerHold *ledger_held(const Ledger *l, const char *path, uint64_t now_usec) {
+        LedgerHold *h = ledger_find_hold(l, path);
+
+        if (!h || h->until_usec <= now_usec)
+                h = ledger_find_hold(l, LEDGER_HOLD_ALL);
+        return h && h->until_usec > now_usec ? h : NULL;
+}
+
+void ledger_unhold(Ledger *l, LedgerHold *h) {
+        size_t i = (size_t) (h - l->holds);
+
+        if (i >= l->n_holds)
+                return;
+        free(h->path);
+        l->holds[i] = l->holds[--l->n_holds];
 }
 
 bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size) {
@@ -192,14 +275,27 @@ static void write_entry(FILE *f, const ThrottleEntry *e) {
         put_value(f, e->original);
         fputc('\t', f);
         put_value(f, e->applied);
+        fprintf(f, "\t%" PRIu64, e->since_usec);
         for (int p = 0; p < _POINT_MAX; p++) {
                 fputc('\t', f);
                 put_value(f, e->requested[p]);
                 fputc('\t', f);
                 put_escaped(f, e->reason[p]);
+                fputc('\t', f);
+                put_escaped(f, e->lifts_when[p]);
         }
         fputc('\t', f);
         put_escaped(f, e->path);
+        fputc('\n', f);
+}
+
+/* "release", until, since, cgroup id, who, path. */
+static void write_hold(FILE *f, const LedgerHold *h) {
+        fprintf(f, HOLD_TAG "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", h->until_usec, h->since_usec,
+                h->cgroup_id);
+        put_escaped(f, h->who);
+        fputc('\t', f);
+        put_escaped(f, h->path);
         fputc('\n', f);
 }
 
@@ -220,6 +316,8 @@ static int write_new_file(const Ledger *l, int dfd, const char *name) {
         fprintf(f, "%s\n", LEDGER_HEADER);
         for (size_t i = 0; i < l->n; i++)
                 write_entry(f, &l->entries[i]);
+        for (size_t i = 0; i < l->n_holds; i++)
+                write_hold(f, &l->holds[i]);
         if (fflush(f) != 0 || fsync(fileno(f)) < 0)
                 return negative_errno();
         return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
@@ -295,13 +393,37 @@ static size_t split_tabs(char *line, char **fields, size_t max) {
         return n;
 }
 
-/* Parses one line (no newline) in place; *ret_path points into it. */
-static int parse_entry(char *line, ThrottleEntry *e, const char **ret_path) {
-        char *fld[6 + 2 * _POINT_MAX];
+/* Fields of an entry line: v1 has a value and a reason per point, v2 its since and a "lifts when" too. */
+#define V1_FIELDS (6 + 2 * _POINT_MAX)
+#define V2_FIELDS (7 + 3 * _POINT_MAX)
+#define HOLD_FIELDS 6
+
+static void copy_text(char *dst, size_t size, char *field) {
+        unescape(field);
+        snprintf(dst, size, "%s", field);
+}
+
+/* The points' requests, from `first` on, `stride` fields each (v1: value, reason; v2: and "lifts when"). */
+static int parse_requests(char **fld, size_t first, size_t stride, ThrottleEntry *e) {
+        for (int p = 0; p < _POINT_MAX; p++) {
+                char **f = fld + first + stride * (size_t) p;
+
+                if (get_value(f[0], &e->requested[p]) < 0)
+                        return -EBADMSG;
+                copy_text(e->reason[p], sizeof(e->reason[p]), f[1]);
+                if (stride > 2)
+                        copy_text(e->lifts_when[p], sizeof(e->lifts_when[p]), f[2]);
+        }
+        return 0;
+}
+
+/* One entry from its n fields (split in place); *ret_path points into the last. */
+static int parse_entry(char **fld, size_t n, ThrottleEntry *e, const char **ret_path) {
+        bool v2 = n == V2_FIELDS;
         unsigned maj, min;
         int kind = -1;
 
-        if (split_tabs(line, fld, ELEMENTSOF(fld)) != ELEMENTSOF(fld))
+        if (n != V1_FIELDS && !v2)
                 return -EBADMSG;
         for (int k = 0; k < _THROTTLE_KIND_MAX; k++)
                 if (streq(fld[1], kind_names[k]))
@@ -312,16 +434,28 @@ static int parse_entry(char *line, ThrottleEntry *e, const char **ret_path) {
         if (get_value(fld[0], &e->cgroup_id) < 0 || get_value(fld[3], &e->original) < 0 ||
             get_value(fld[4], &e->applied) < 0)
                 return -EBADMSG;
-        for (int p = 0; p < _POINT_MAX; p++) {
-                if (get_value(fld[5 + 2 * p], &e->requested[p]) < 0)
-                        return -EBADMSG;
-                unescape(fld[6 + 2 * p]);
-                snprintf(e->reason[p], sizeof(e->reason[p]), "%s", fld[6 + 2 * p]);
-        }
-        unescape(fld[5 + 2 * _POINT_MAX]);
-        if (fld[5 + 2 * _POINT_MAX][0] != '/')
+        if (v2 && (get_value(fld[5], &e->since_usec) < 0 || e->since_usec == THROTTLE_NONE))
                 return -EBADMSG;
-        *ret_path = fld[5 + 2 * _POINT_MAX];
+        if (parse_requests(fld, v2 ? 6 : 5, v2 ? 3 : 2, e) < 0)
+                return -EBADMSG;
+        unescape(fld[n - 1]);
+        if (fld[n - 1][0] != '/')
+                return -EBADMSG;
+        *ret_path = fld[n - 1];
+        return 0;
+}
+
+/* One release from its fields: "release", until, since, cgroup id, who, path. */
+static int parse_hold(char **fld, size_t n, LedgerHold *h, const char **ret_path) {
+        *h = (LedgerHold) {};
+        if (n != HOLD_FIELDS || get_value(fld[1], &h->until_usec) < 0 || get_value(fld[2], &h->since_usec) < 0 ||
+            get_value(fld[3], &h->cgroup_id) < 0)
+                return -EBADMSG;
+        copy_text(h->who, sizeof(h->who), fld[4]);
+        unescape(fld[5]);
+        if (fld[5][0] != '/' && !streq(fld[5], LEDGER_HOLD_ALL))
+                return -EBADMSG;
+        *ret_path = fld[5];
         return 0;
 }
 
@@ -390,14 +524,28 @@ static void report_bad(LedgerLoadReport *rep, unsigned lineno) {
         rep->n_bad++;
 }
 
-/* One line that fit: a comment, an entry added, an entry past the bound, or garbage. */
-static int load_line(Ledger *l, LineReader *r, unsigned lineno, uint64_t page_size, LedgerLoadReport *rep) {
+/* A release read back: kept, or past the bound. */
+static int load_hold(Ledger *l, char **fld, size_t n, unsigned lineno, LedgerLoadReport *rep) {
+        LedgerHold h;
+        const char *path;
+
+        if (parse_hold(fld, n, &h, &path) < 0) {
+                report_bad(rep, lineno);
+                return 0;
+        }
+        if (l->n_holds >= LEDGER_HOLDS_MAX) {
+                rep->n_dropped++;
+                return 0;
+        }
+        return ledger_hold(l, path, h.cgroup_id, h.since_usec, h.until_usec, h.who, NULL);
+}
+
+/* An entry read back: added, past the bound, or garbage. */
+static int load_entry(Ledger *l, char **fld, size_t n, unsigned lineno, uint64_t page_size, LedgerLoadReport *rep) {
         ThrottleEntry e;
         const char *path;
 
-        if (r->len == 0 || r->line[0] == '#')
-                return 0;
-        if (strlen(r->line) != r->len || parse_entry(r->line, &e, &path) < 0) {
+        if (parse_entry(fld, n, &e, &path) < 0) {
                 report_bad(rep, lineno);
                 return 0;
         }
@@ -411,6 +559,23 @@ static int load_line(Ledger *l, LineReader *r, unsigned lineno, uint64_t page_si
                 rep->n_implausible++;
         }
         return ledger_append(l, &e, path) ? 0 : -ENOMEM;
+}
+
+/* One line that fit: a comment, an entry or a release, or garbage. */
+static int load_line(Ledger *l, LineReader *r, unsigned lineno, uint64_t page_size, LedgerLoadReport *rep) {
+        char *fld[V2_FIELDS];
+        size_t n;
+
+        if (r->len == 0 || r->line[0] == '#')
+                return 0;
+        if (strlen(r->line) != r->len) {
+                report_bad(rep, lineno);
+                return 0;
+        }
+        n = split_tabs(r->line, fld, ELEMENTSOF(fld));
+        if (streq(fld[0], HOLD_TAG))
+                return load_hold(l, fld, n, lineno, rep);
+        return load_entry(l, fld, n, lineno, page_size, rep);
 }
 
 int ledger_load_full(Ledger *l, LedgerLoadReport *ret_report) {
@@ -458,7 +623,8 @@ int ledger_load(Ledger *l, unsigned *ret_bad_line) {
         if (r == -EISDIR || r == -EBADFD)
                 log_warning("%s is not a regular file; not read as the throttle ledger", l->file);
         if (rep.n_dropped > 0)
-                log_warning("%s: entries past the bound of %d dropped: %u", l->file, LEDGER_MAX, rep.n_dropped);
+                log_warning("%s: entries past the bound of %d (or releases past %d) dropped: %u", l->file,
+                            LEDGER_MAX, LEDGER_HOLDS_MAX, rep.n_dropped);
         if (rep.n_implausible > 0)
                 log_warning("%s: entries with an implausible original value (a corrupt ledger?), for which "
                             "\"max\" is restored instead: %u", l->file, rep.n_implausible);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The throttle ledger: every memory.high and io.max wbps= the daemon sets,
- * with the value it replaced and which point asked for what and why. It is
- * written to disk (atomically) before a throttle is applied, read back at
- * start so that nothing is left behind by a crash, and it settles how the two
- * points share one file: for memory.high the lower request wins.
+ * with the value it replaced, since when, and which point asked for what, why
+ * and until when; and the cgroups an operator released (no throttle until a
+ * time). It is written to disk (atomically) before a throttle is applied,
+ * read back at start so that nothing is left behind by a crash and a release
+ * outlives a restart, and it settles how the two points share one file: for
+ * memory.high the lower request wins.
  *
  * Pure bookkeeping: applying values to cgroup files is the caller's job.
  */
@@ -33,16 +35,31 @@ const char *throttle_point_to_string(ThrottlePoint p);
 #define THROTTLE_NONE UINT64_MAX        /* no request / "max" */
 #define LEDGER_MAX 4096                 /* bound on entries */
 #define LEDGER_REASON_MAX 160
+#define LEDGER_LIFTS_MAX 128            /* a point's "lifts when" text */
+#define LEDGER_HOLDS_MAX 1024           /* bound on released cgroups */
+#define LEDGER_WHO_MAX 64               /* who released a cgroup: "uid 0 (pid 123)" */
+#define LEDGER_HOLD_ALL "*"             /* the path of a release of every cgroup */
+
+/* What a point asks of one throttle. */
+typedef struct ThrottleRequest {
+        ThrottleKind kind;
+        uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
+        ThrottlePoint point;
+        uint64_t value;                 /* a set only; THROTTLE_NONE: "max" */
+        const char *reason;
+        const char *lifts_when;         /* a set only: the point's condition for lifting it, short */
+} ThrottleRequest;
 
 /*
  * Bounds on reading the file back. The longest line ledger_save writes holds
- * a cgroup path of PATH_MAX bytes and the reasons, each escaped to at most
- * twice its length, and a few numbers (256 bytes is plenty for those); a
- * longer line is not one of ours. The file holds at most LEDGER_MAX such
- * lines and the header: about 37 MB, read as a stream, one line in memory.
+ * a cgroup path of PATH_MAX bytes and each point's reason and "lifts when",
+ * each escaped to at most twice its length, and a few numbers (256 bytes is
+ * plenty for those); a longer line is not one of ours. The file holds at most
+ * LEDGER_MAX such lines, LEDGER_HOLDS_MAX shorter ones and the header: about
+ * 48 MB, read as a stream, one line in memory.
  */
-#define LEDGER_LINE_MAX (2 * PATH_MAX + 2 * _POINT_MAX * LEDGER_REASON_MAX + 256)
-#define LEDGER_FILE_MAX ((uint64_t) (LEDGER_MAX + 1) * LEDGER_LINE_MAX)
+#define LEDGER_LINE_MAX (2 * PATH_MAX + 2 * _POINT_MAX * (LEDGER_REASON_MAX + LEDGER_LIFTS_MAX) + 256)
+#define LEDGER_FILE_MAX ((uint64_t) (LEDGER_MAX + LEDGER_HOLDS_MAX + 1) * LEDGER_LINE_MAX)
 
 /*
  * A memory.high original under this is taken for corruption: 256 KiB, a
@@ -62,15 +79,29 @@ typedef struct ThrottleEntry {
         uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
         uint64_t original;              /* value before the daemon touched it (THROTTLE_NONE = "max") */
         uint64_t applied;               /* value the daemon last wrote */
+        uint64_t since_usec;            /* CLOCK_REALTIME: when it was first recorded; 0: unknown (a v1 line) */
         uint64_t requested[_POINT_MAX]; /* THROTTLE_NONE: that point asks nothing */
         char reason[_POINT_MAX][LEDGER_REASON_MAX];
+        char lifts_when[_POINT_MAX][LEDGER_LIFTS_MAX];
         bool original_replaced;         /* loaded with an implausible original, now THROTTLE_NONE */
 } ThrottleEntry;
+
+/* A cgroup an operator released: the points may not throttle it before until_usec. */
+typedef struct LedgerHold {
+        char *path;                     /* relative to the cgroup root, or LEDGER_HOLD_ALL */
+        uint64_t cgroup_id;             /* when released (0 for LEDGER_HOLD_ALL); the path is what counts */
+        uint64_t since_usec, until_usec;        /* CLOCK_REALTIME */
+        char who[LEDGER_WHO_MAX];
+        bool refusal_logged;            /* not kept on disk: a refused request was logged */
+} LedgerHold;
 
 typedef struct Ledger {
         ThrottleEntry *entries;
         size_t n;
         size_t allocated;
+        LedgerHold *holds;
+        size_t n_holds;
+        size_t allocated_holds;
         char *file;                     /* where it is kept; NULL: memory only */
 } Ledger;
 
@@ -90,14 +121,14 @@ static inline bool throttle_requested(const ThrottleEntry *e) {
 }
 
 /*
- * Point `p` asks for `value` on (path, kind, device). A new entry records
- * `current` (what the file holds now) as the original. Returns the entry; the
- * caller compares throttle_effective() with ->applied to know whether to
- * write. -E2BIG when the ledger is full, -ENOMEM.
+ * Point q->point asks for q->value on (path, q->kind, device), for q->reason,
+ * to be lifted on q->lifts_when. A new entry records `current` (what the file
+ * holds now) as the original and `now_usec` (CLOCK_REALTIME) as its since.
+ * Returns the entry; the caller compares throttle_effective() with ->applied
+ * to know whether to write. -E2BIG when the ledger is full, -ENOMEM.
  */
-int ledger_request(Ledger *l, const char *path, uint64_t cgroup_id, ThrottleKind kind, uint32_t major,
-                   uint32_t minor, ThrottlePoint p, uint64_t value, const char *reason, uint64_t current,
-                   ThrottleEntry **ret);
+int ledger_request(Ledger *l, const char *path, uint64_t cgroup_id, const ThrottleRequest *q, uint64_t current,
+                   uint64_t now_usec, ThrottleEntry **ret);
 
 /* Point `p` withdraws its request. The caller then writes throttle_effective()
  * and, once nothing is requested and the original is back, calls ledger_remove(). */
@@ -105,6 +136,25 @@ ThrottleEntry *ledger_release(Ledger *l, const char *path, ThrottleKind kind, ui
                               ThrottlePoint p);
 
 void ledger_remove(Ledger *l, ThrottleEntry *e);
+
+/* Every point's request on the entry withdrawn, with its reason and "lifts when". */
+void throttle_clear_requests(ThrottleEntry *e);
+
+/*
+ * Records that `path` (LEDGER_HOLD_ALL: every cgroup) is released from
+ * `since_usec` to `until_usec` by `who`; a hold on the same path is replaced.
+ * -E2BIG when LEDGER_HOLDS_MAX are held, -ENOMEM.
+ */
+int ledger_hold(Ledger *l, const char *path, uint64_t cgroup_id, uint64_t since_usec, uint64_t until_usec,
+                const char *who, LedgerHold **ret);
+
+/* The release recorded for exactly `path` (LEDGER_HOLD_ALL: the one of every cgroup), ended or not; NULL. */
+LedgerHold *ledger_find_hold(const Ledger *l, const char *path);
+
+/* The hold that keeps `path` released at `now_usec`: its own, or one of every cgroup; NULL if none. */
+LedgerHold *ledger_held(const Ledger *l, const char *path, uint64_t now_usec);
+
+void ledger_unhold(Ledger *l, LedgerHold *h);
 
 /*
  * Someone else wrote `found` where we had written e->applied: theirs wins. It
@@ -131,7 +181,7 @@ int ledger_save(const Ledger *l);
 typedef struct LedgerLoadReport {
         unsigned bad_line;      /* first line skipped as unreadable; 0: none */
         unsigned n_bad;         /* lines skipped as unreadable: garbage, or longer than LEDGER_LINE_MAX */
-        unsigned n_dropped;     /* entries past LEDGER_MAX, not loaded */
+        unsigned n_dropped;     /* entries past LEDGER_MAX or releases past LEDGER_HOLDS_MAX, not loaded */
         unsigned n_implausible; /* entries loaded with original = THROTTLE_NONE (->original_replaced) */
         bool truncated;         /* larger than LEDGER_FILE_MAX: the rest was not read */
 } LedgerLoadReport;
@@ -140,8 +190,10 @@ typedef struct LedgerLoadReport {
  * Reads the ledger file into l; a missing file is an empty ledger. The file is
  * opened without following a link (-ELOOP) or waiting on a FIFO, and must be a
  * regular file (-EISDIR, -EBADFD for a FIFO, socket or device). It is read
- * as a stream within the bounds above. Unreadable lines are skipped; entries
- * past LEDGER_MAX are dropped; an entry whose original is implausible (see
+ * as a stream within the bounds above. Entries of a v1 file (no since, no
+ * "lifts when") are read as well; releases are read whether ended or not.
+ * Unreadable lines are skipped; entries past LEDGER_MAX and releases past
+ * LEDGER_HOLDS_MAX are dropped; an entry whose original is implausible (see
  * throttle_original_plausible) is kept with THROTTLE_NONE, so that "max" is
  * restored instead. The caller logs, from the report, each of: the first bad
  * line (file:line) and how many there were; how many entries were dropped;

@@ -138,10 +138,18 @@ static void on_throttle_dropped(const ThrottleEntry *t, void *userdata) {
         alloc_runner_throttle_dropped(&m->alloc_runner, t);
 }
 
+static void on_throttles_changed(void *userdata) {
+        Manager *m = userdata;
+
+        if (m->throttles_hook)
+                m->throttles_hook(m->throttles_hook_userdata);
+}
+
 static const ActuatorOps actuator_ops = {
         .lookup = lookup_cgroup,
         .job_done = on_job_done,
         .throttle_dropped = on_throttle_dropped,
+        .throttles_changed = on_throttles_changed,
 };
 
 /* ---- throttles follow the policies ---- */

@@ -42,6 +42,9 @@ typedef struct Manager {
         WriteRunner write_runner;
         AllocRunner alloc_runner;
         EventLog *events;
+        /* Told whenever the throttles or the releases change (the control API's ThrottlesChanged); may be NULL. */
+        void (*throttles_hook)(void *userdata);
+        void *throttles_hook_userdata;
 
         uint64_t ticks;
         uint64_t trigger_wakeups;

@@ -156,7 +156,7 @@ void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *j
 static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, uint64_t now) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
         ThrottleRequest q = { .kind = THROTTLE_MEMORY_HIGH, .point = POINT_ALLOCATION, .value = a->value,
-                              .reason = a->reason };
+                              .reason = a->reason, .lifts_when = a->lifts_when };
 
         if (!e)
                 return -ENODEV;
@@ -213,8 +213,10 @@ void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
                         point_counters_count(&r->counters, a->kind, a->kind == AP_LIFT_HIGH, a->observe, k);
                         continue;
                 }
+                /* Forgotten, to be asked again; released by an operator (-ECANCELED, said once by the
+                 * actuator), gone or a full queue is "not now", not a failure. */
                 alloc_point_forget(&r->state, a);
-                if (k != -ENODEV && k != -EBUSY)
+                if (k != -ENODEV && k != -EBUSY && k != -ECANCELED)
                         event_action_failed(ctx->events, now, k, a->path, ap_action_to_string(a->kind));
         }
 }

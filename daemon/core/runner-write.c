@@ -72,7 +72,8 @@ static ThrottleRequest request_of(const WpAction *a) {
 
         return (ThrottleRequest) { .kind = cap ? THROTTLE_IO_WBPS : THROTTLE_MEMORY_HIGH,
                                    .major = cap ? a->major : 0, .minor = cap ? a->minor : 0,
-                                   .point = POINT_WRITE, .value = a->value, .reason = a->reason };
+                                   .point = POINT_WRITE, .value = a->value, .reason = a->reason,
+                                   .lifts_when = a->lifts_when };
 }
 
 static int execute(const PointContext *ctx, const WpAction *a) {
@@ -114,10 +115,15 @@ static void io_missing(WriteRunner *w, const CgEntry *e) {
                     "write caps are skipped, everything else goes on", e->cg->path);
 }
 
+/* An action the actuator did not carry out: the point forgets it and asks again later. Not now
+ * (-ECANCELED: an operator released the cgroup; the actuator said so once), the cgroup gone or the
+ * queue full are not failures. */
 static void failed(WriteRunner *w, const PointContext *ctx, const WpAction *a, int r, uint64_t now) {
         const CgEntry *e;
 
         write_point_forget(&w->state, a);
+        if (r == -ECANCELED)
+                return;
         if (r == -ENOENT && a->kind == WP_SET_CAP) {
                 if ((e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id)))
                         io_missing(w, e);

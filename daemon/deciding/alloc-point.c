@@ -182,6 +182,13 @@ static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, 
         }
 }
 
+/* What lifts an allocation throttle: no host pressure for the hold time; it is raised a step each calm tick before. */
+static void throttle_lifts_when(ApAction *a) {
+        snprintf(a->lifts_when, sizeof(a->lifts_when),
+                 "when the host has been free of memory pressure for ThrottleHoldTime; raised a step each calm "
+                 "tick before");
+}
+
 static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, const ApSettings *st,
                      uint64_t now, bool pressure) {
         const ApCgroup *fastest = NULL;
@@ -203,6 +210,8 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         a->value = calm ? UINT64_MAX : raised;
                         snprintf(a->reason, sizeof(a->reason), "%s", calm ? "host pressure over for the hold time"
                                                                            : "host pressure subsiding");
+                        if (!calm)
+                                throttle_lifts_when(a);
                         cs->throttle_high = calm ? 0 : raised;
                         continue;
                 }
@@ -219,6 +228,7 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                 a->value = MAX(fastest->memory_current, AP_STEP_MIN);
                 snprintf(a->reason, sizeof(a->reason), "grows %" PRId64 " bytes/s while the host is under memory pressure",
                          fastest->growth_rate);
+                throttle_lifts_when(a);
                 cs->throttle_high = a->value;
         }
 }

@@ -88,6 +88,7 @@ typedef struct ApAction {
         bool observe;
         uint64_t value;
         char reason[160];
+        char lifts_when[128];           /* AP_SET_HIGH: what lifts it */
 } ApAction;
 
 typedef struct ApPlan {

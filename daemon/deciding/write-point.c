@@ -251,6 +251,18 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
         return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
 }
 
+/* What lifts a cap: nothing protected stalling on its device for the hold time (relax_caps). */
+static void cap_lifts_when(WpAction *a, const WpCgroup *victim) {
+        if (victim)
+                snprintf(a->lifts_when, sizeof(a->lifts_when),
+                         "when %s and any other protected cgroup on %" PRIu32 ":%" PRIu32
+                         " have not stalled for CapHoldTime", victim->path, a->major, a->minor);
+        else
+                snprintf(a->lifts_when, sizeof(a->lifts_when),
+                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has stalled for CapHoldTime",
+                         a->major, a->minor);
+}
+
 static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate,
                        const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
@@ -306,6 +318,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         snprintf(a->reason, sizeof(a->reason), "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s",
                  s->victim->path, stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
                  base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        cap_lifts_when(a, s->victim);
         cap->wbps = want;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
@@ -383,11 +396,22 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 a->protected_id = cap->protected_id;
                 snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
                          lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
+                if (!lift)
+                        cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id));
                 if (lift)
                         remove_cap(state, cap);
                 else
                         cap->wbps = want;
         }
+}
+
+/* What lifts a budget: the cgroup back under DirtyBackground (decide_budgets), or the host's dirty data
+ * back under 4/5 of where the guard starts (decide_guard). */
+static void budget_lifts_when(WpAction *a, const WpCgroup *c, bool guard) {
+        snprintf(a->lifts_when, sizeof(a->lifts_when), "%s",
+                 guard ? "when host dirty data falls under 4/5 of the GlobalDirtyGuard level" :
+                 c->policy->dirty_background.set ? "when dirty+writeback falls under DirtyBackground" :
+                 "when dirty+writeback falls under half of DirtyLimit");
 }
 
 static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char *why, const WpSettings *st,
@@ -402,6 +426,7 @@ static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char
         a->value = write_point_budget_high(c, limit, st->dirty_ratio_pct);
         snprintf(a->reason, sizeof(a->reason), "%s: dirty+writeback %" PRIu64 " over %" PRIu64 " bytes", why,
                  c->dirty, limit);
+        budget_lifts_when(a, c, guard);
         state->budgets[state->n_budgets++] = (WpBudget) { .cgroup_id = c->id, .high = a->value,
                                                           .limit = guard ? 0 : limit, .guard = guard };
 }
@@ -416,6 +441,7 @@ static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const 
         a->value = write_point_budget_high(c, limit, st->dirty_ratio_pct);
         snprintf(a->reason, sizeof(a->reason), "DirtyLimit changed from %" PRIu64 " to %" PRIu64 " bytes", b->limit,
                  limit);
+        budget_lifts_when(a, c, false);
         b->high = a->value;
         b->limit = limit;
 }

@@ -140,6 +140,7 @@ typedef struct WpAction {
         uint64_t protected_id;
         uint32_t stall_ppm;             /* the protected cgroup's, when it matters */
         char reason[160];
+        char lifts_when[128];           /* a cap or budget set: what lifts it */
 } WpAction;
 
 typedef struct WpPlan {

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control API's methods that change something: policies (written by the
- * policy writer, answered when it is done), reload, and one-shot actions
- * handed to the points (reclaim, writeback, with callers waiting for their
- * events). Each checks the caller first; a refused caller changes nothing.
+ * policy writer, answered when it is done), reload, one-shot actions handed
+ * to the points (reclaim, writeback, with callers waiting for their events),
+ * and releasing a cgroup from its throttles. Each checks the caller first; a
+ * refused caller changes nothing.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,4 +435,55 @@ int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                                                    "'writeback' event", e->cg->path);
         k = waiter_add(api_of(c), msg, "writeback", e->cg->path);
         return k < 0 ? k : 1;
+}
+
+/* "10min", "90s", "2h": how long a release lasts, for its answer. */
+static const char *span_text(char buf[static 32], uint64_t usec) {
+        uint64_t s = usec / USEC_PER_SEC;
+
+        if (s >= 3600 && s % 3600 == 0)
+                snprintf(buf, 32, "%" PRIu64 "h", s / 3600);
+        else if (s >= 60 && s % 60 == 0)
+                snprintf(buf, 32, "%" PRIu64 "min", s / 60);
+        else
+                snprintf(buf, 32, "%" PRIu64 "s", s);
+        return buf;
+}
+
+static int release_error(sd_bus_error *error, int r, const char *what) {
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d cgroups are released already; release every "
+                                         "cgroup instead, or wait for a release to end", LEDGER_HOLDS_MAX);
+        return sd_bus_error_setf(error, BUS_ERROR_FAILED, "Cannot release %s: %s", what, strerror(-r));
+}
+
+int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        Manager *m = api_of(c)->manager;
+        const char *target, *what = "every cgroup";
+        char who[LEDGER_WHO_MAX], span[32];
+        CgEntry *e = NULL;
+        uint64_t usec;
+        int k;
+
+        k = api_check_admin(c, "releasing throttles", error);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "st", &target, &usec);
+        if (k < 0)
+                return k;
+        usec = usec ?: BUS_RELEASE_DEFAULT_USEC;
+        if (usec > BUS_RELEASE_MAX_USEC)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A release lasts at most %s",
+                                         span_text(span, BUS_RELEASE_MAX_USEC));
+        if (*target && (k = api_resolve(m, target, &e, error)) < 0)
+                return k;
+        if (e)
+                what = e->cg->path;
+        snprintf(who, sizeof(who), "uid %u (pid %d)", (unsigned) c->creds.uid, (int) c->creds.pid);
+        k = actuator_release(m->actuator, e ? e->cg->id : 0, now_usec(CLOCK_REALTIME) + usec, who);
+        if (k < 0)
+                return release_error(error, k, what);
+        return reply_text(msg, "Released %s for %s: %d throttle%s lifted; the points set none before it ends",
+                          what, span_text(span, usec), k, k == 1 ? "" : "s");
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The control API's read methods: status, cgroups, policies, recent events.
+ * The control API's read methods: status, cgroups, policies, recent events,
+ * throttles and releases.
  * Everyone who can reach the socket may call them.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +133,9 @@ int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         return sd_bus_send(NULL, r, NULL);
 }
 
-int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* A reply of one array of dictionaries (aa{sv}), its items appended by `fill`. */
+static int reply_dict_array(sd_bus_message *msg, int (*fill)(sd_bus_message *r, Manager *m), Manager *m) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
-        Observer *o = api_of(userdata)->manager->observer;
         int k;
 
         k = sd_bus_message_new_method_return(msg, &r);
@@ -142,15 +144,27 @@ int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error
         k = sd_bus_message_open_container(r, 'a', "a{sv}");
         if (k < 0)
                 return k;
-        for (size_t i = 0; k >= 0 && i < o->cgroups.n; i++)
-                if (!o->cgroups.entries[i].gone)
-                        k = bus_append_cgroup_summary(r, o, &o->cgroups.entries[i]);
+        k = fill(r, m);
         if (k < 0)
                 return k;
         k = sd_bus_message_close_container(r);
         if (k < 0)
                 return k;
         return sd_bus_send(NULL, r, NULL);
+}
+
+static int append_cgroups(sd_bus_message *r, Manager *m) {
+        Observer *o = m->observer;
+        int k = 0;
+
+        for (size_t i = 0; k >= 0 && i < o->cgroups.n; i++)
+                if (!o->cgroups.entries[i].gone)
+                        k = bus_append_cgroup_summary(r, o, &o->cgroups.entries[i]);
+        return k;
+}
+
+int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_dict_array(msg, append_cgroups, api_of(userdata)->manager);
 }
 
 int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -224,17 +238,9 @@ static int append_policy_brief(sd_bus_message *r, const Observer *o, const Polic
         return bus_dict_u64(r, "cgroups", policy_cgroups(o, p, NULL, 0));
 }
 
-int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
-        Manager *m = api_of(userdata)->manager;
+static int append_policies(sd_bus_message *r, Manager *m) {
         int k;
 
-        k = sd_bus_message_new_method_return(msg, &r);
-        if (k < 0)
-                return k;
-        k = sd_bus_message_open_container(r, 'a', "a{sv}");
-        if (k < 0)
-                return k;
         for (size_t i = 0; i < m->config->n_policies; i++) {
                 k = sd_bus_message_open_container(r, 'a', "{sv}");
                 if (k < 0)
@@ -246,10 +252,11 @@ int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 if (k < 0)
                         return k;
         }
-        k = sd_bus_message_close_container(r);
-        if (k < 0)
-                return k;
-        return sd_bus_send(NULL, r, NULL);
+        return 0;
+}
+
+int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_dict_array(msg, append_policies, api_of(userdata)->manager);
 }
 
 static const Policy *find_policy(const Config *c, const char *name) {
@@ -358,4 +365,134 @@ int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (k < 0)
                 return k;
         return sd_bus_send(NULL, r, NULL);
+}
+
+/* ---- throttles ---- */
+
+/* The unit of the cgroup with this id while it is at `path`, or NULL. */
+static const char *unit_of(Manager *m, uint64_t cgroup_id, const char *path) {
+        const CgEntry *e = cgroup_id ? cgtable_find(&m->observer->cgroups, cgroup_id) : NULL;
+
+        return e && streq(e->cg->path, path) ? e->unit : NULL;
+}
+
+/* The reasons (or "lifts when") of the points asking for t; each named when two ask. */
+static const char *request_texts(const ThrottleEntry *t, bool lifts, char *buf, size_t size) {
+        size_t off = 0, n = 0;
+
+        for (int p = 0; p < _POINT_MAX; p++)
+                n += t->requested[p] != THROTTLE_NONE;
+        buf[0] = '\0';
+        for (int p = 0; p < _POINT_MAX && off < size; p++)
+                if (t->requested[p] != THROTTLE_NONE)
+                        off += (size_t) snprintf(buf + off, size - off, "%s%s%s%s", off ? "; " : "",
+                                                 n > 1 ? throttle_point_to_string(p) : "", n > 1 ? ": " : "",
+                                                 lifts ? t->lifts_when[p] : t->reason[p]);
+        return buf;
+}
+
+/* Which cgroup, and which knob of it. */
+static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry *t) {
+        const char *unit = unit_of(m, t->cgroup_id, t->path);
+        char dev[32];
+        int k;
+
+        k = bus_dict_str(r, "path", t->path);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "id", t->cgroup_id);
+        if (k < 0)
+                return k;
+        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+                return k;
+        k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
+        if (k < 0 || t->kind != THROTTLE_IO_WBPS)
+                return k;
+        snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, t->major, t->minor);
+        return bus_dict_str(r, "device", dev);
+}
+
+/* Its value, what it replaced, who asked, since when, why and until when. */
+static int throttle_story(sd_bus_message *r, Manager *m, const ThrottleEntry *t) {
+        const LedgerHold *h = actuator_released(m->actuator, t->path);
+        const char *points[_POINT_MAX];
+        char text[_POINT_MAX * (LEDGER_REASON_MAX + LEDGER_LIFTS_MAX)];
+        size_t n = 0;
+        int k;
+
+        for (int p = 0; p < _POINT_MAX; p++)
+                if (t->requested[p] != THROTTLE_NONE)
+                        points[n++] = throttle_point_to_string(p);
+        k = bus_dict_limit(r, "value", throttle_effective(t));
+        if (k < 0)
+                return k;
+        k = bus_dict_limit(r, "original", t->original);
+        if (k < 0)
+                return k;
+        k = bus_dict_strv(r, "points", points, n);
+        if (k < 0)
+                return k;
+        if (t->since_usec && (k = bus_dict_u64(r, "since_realtime_usec", t->since_usec)) < 0)
+                return k;
+        k = bus_dict_str(r, "reason", request_texts(t, false, text, sizeof(text)));
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "lifts_when", request_texts(t, true, text, sizeof(text)));
+        if (k < 0 || !h)
+                return k;
+        return bus_dict_u64(r, "released_until_usec", h->until_usec);
+}
+
+/* A cgroup an operator released: no knob, who and until when. */
+static int append_release(sd_bus_message *r, Manager *m, const LedgerHold *h) {
+        const char *unit = unit_of(m, h->cgroup_id, h->path);
+        char reason[LEDGER_WHO_MAX + 16];
+        int k;
+
+        snprintf(reason, sizeof(reason), "released by %s", h->who);
+        k = bus_dict_str(r, "path", h->path);
+        if (k < 0)
+                return k;
+        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+                return k;
+        k = bus_dict_u64(r, "since_realtime_usec", h->since_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "reason", reason);
+        if (k < 0)
+                return k;
+        k = bus_dict_str(r, "released_by", h->who);
+        if (k < 0)
+                return k;
+        return bus_dict_u64(r, "released_until_usec", h->until_usec);
+}
+
+static int append_throttles(sd_bus_message *r, Manager *m) {
+        const Ledger *l = actuator_ledger(m->actuator);
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        int k = 0;
+
+        for (size_t i = 0; k >= 0 && i < l->n; i++) {
+                k = sd_bus_message_open_container(r, 'a', "{sv}");
+                if (k >= 0)
+                        k = throttle_identity(r, m, &l->entries[i]);
+                if (k >= 0)
+                        k = throttle_story(r, m, &l->entries[i]);
+                if (k >= 0)
+                        k = sd_bus_message_close_container(r);
+        }
+        for (size_t i = 0; k >= 0 && i < l->n_holds; i++) {
+                if (l->holds[i].until_usec <= now)
+                        continue;       /* ended: dropped at the next tick */
+                k = sd_bus_message_open_container(r, 'a', "{sv}");
+                if (k >= 0)
+                        k = append_release(r, m, &l->holds[i]);
+                if (k >= 0)
+                        k = sd_bus_message_close_container(r);
+        }
+        return k;
+}
+
+int method_list_throttles(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return reply_dict_array(msg, append_throttles, api_of(userdata)->manager);
 }

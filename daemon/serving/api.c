@@ -40,6 +40,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_list_events, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetMetrics", "", , "s", SD_BUS_PARAM(metrics), method_get_metrics,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListThrottles", "", , "aa{sv}", SD_BUS_PARAM(throttles),
+                                 method_list_throttles, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Unsubscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(assignments),
@@ -52,10 +54,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Writeback", "sb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(wait),
                                  "s", SD_BUS_PARAM(result), method_writeback, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Release", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(usec),
+                                 "s", SD_BUS_PARAM(result), method_release, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissss",
                                  SD_BUS_PARAM(seq) SD_BUS_PARAM(realtime_usec) SD_BUS_PARAM(priority)
                                  SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)
                                  SD_BUS_PARAM(message), 0),
+        SD_BUS_SIGNAL("ThrottlesChanged", "", 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -83,6 +88,38 @@ static int send_event(sd_bus *bus, const void *data) {
                                   (int32_t) e->level, e->action, e->cgroup, e->unit, e->message);
 }
 
+static int send_throttles_changed(sd_bus *bus, const void *data) {
+        return sd_bus_emit_signal(bus, BUS_OBJECT_PATH, BUS_INTERFACE, "ThrottlesChanged", "");
+}
+
+static int on_throttles_source(sd_event_source *src, void *userdata) {
+        Api *a = userdata;
+
+        transport_broadcast(a->transport, send_throttles_changed, NULL);
+        return 0;
+}
+
+/* The throttles changed: one ThrottlesChanged for all the changes of this loop iteration. */
+static void on_throttles_changed(void *userdata) {
+        Api *a = userdata;
+
+        (void) sd_event_source_set_enabled(a->throttles_source, SD_EVENT_ONESHOT);
+}
+
+static int throttles_signal_init(Api *a) {
+        int r = sd_event_add_defer(a->manager->event, &a->throttles_source, on_throttles_source, a);
+
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(a->throttles_source, "throttles-changed");
+        r = sd_event_source_set_enabled(a->throttles_source, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        a->manager->throttles_hook = on_throttles_changed;
+        a->manager->throttles_hook_userdata = a;
+        return 0;
+}
+
 /* Every event the daemon records: the callers waiting for it, then every subscriber. */
 static void on_event(const Event *e, void *userdata) {
         Api *a = userdata;
@@ -103,6 +140,8 @@ int api_new(Manager *m, const char *path, Api **ret) {
         if (r < 0)
                 return r;
         r = api_changes_init(a);
+        if (r >= 0)
+                r = throttles_signal_init(a);
         if (r < 0)
                 return log_error_errno(r, "Cannot serve the control API: %m");
         m->events->hook = on_event;
@@ -118,6 +157,11 @@ Api *api_free(Api *a) {
                 a->manager->events->hook = NULL;
                 a->manager->events->hook_userdata = NULL;
         }
+        if (a->manager->throttles_hook_userdata == a) {
+                a->manager->throttles_hook = NULL;
+                a->manager->throttles_hook_userdata = NULL;
+        }
+        a->throttles_source = sd_event_source_disable_unref(a->throttles_source);
         api_changes_done(a);
         transport_free(a->transport);
         free(a->admin_group);

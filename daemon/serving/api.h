@@ -4,9 +4,9 @@
  * (docs/control-api.md) served on the control socket's transport. Reads are
  * for anyone who can reach the socket; changes need uid 0 or AdminGroup=, and
  * a refused caller changes nothing. Split by what it does: api.c (the
- * vtable, the Event signal and its fan-out), api-access.c (the caller's
- * rights, error names, naming a cgroup), api-read.c (read methods),
- * api-change.c (methods that change something).
+ * vtable, the Event and ThrottlesChanged signals and their fan-out),
+ * api-access.c (the caller's rights, error names, naming a cgroup),
+ * api-read.c (read methods), api-change.c (methods that change something).
  */
 #pragma once
 
@@ -35,6 +35,9 @@
 
 /* Bounds on what SetPolicy/UnsetPolicy take. */
 #define BUS_POLICY_ARGS_MAX 64
+/* How long Release() holds a cgroup unthrottled when no time is given, and at the most. */
+#define BUS_RELEASE_DEFAULT_USEC (10 * 60 * USEC_PER_SEC)
+#define BUS_RELEASE_MAX_USEC (7 * 24 * 3600 * USEC_PER_SEC)
 /* How long Writeback(wait=true) waits for the writeback to finish. */
 #define BUS_WAIT_USEC (60 * USEC_PER_SEC)
 #define BUS_WAITERS_MAX 16
@@ -55,6 +58,7 @@ typedef struct Api {
         BusWaiter waiters[BUS_WAITERS_MAX];
         size_t n_waiters;
         sd_event_source *wait_source;   /* answers waiters whose deadline passed */
+        sd_event_source *throttles_source;      /* sends ThrottlesChanged once per loop iteration that changed them */
         /* AdminGroup= as last resolved */
         char *admin_group;
         bool have_admin_gid;
@@ -92,6 +96,7 @@ int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_throttles(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
 /* api-metrics.c */
 int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error);
@@ -102,6 +107,7 @@ int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error
 int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 /* The policy writer and the waiters' timer. */
 int api_changes_init(Api *a);
 void api_changes_done(Api *a);

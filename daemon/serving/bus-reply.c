@@ -100,8 +100,7 @@ static int dict_open_array(sd_bus_message *m, const char *key) {
         return sd_bus_message_open_container(m, 'a', "a{sv}");
 }
 
-/* A memory limit: bytes, or "max". */
-static int dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
+int bus_dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
         return v == UINT64_MAX ? bus_dict_str(m, key, "max") : bus_dict_u64(m, key, v);
 }
 
@@ -189,7 +188,7 @@ static int limits(sd_bus_message *m, const CgroupLimits *l) {
 
         for (size_t i = 0; r >= 0 && i < _LIMIT_MAX; i++)
                 if (l->have & (1u << i))
-                        r = dict_limit(m, names[i], l->limit[i]);
+                        r = bus_dict_limit(m, names[i], l->limit[i]);
         if (r < 0)
                 return r;
         if (r < 0 || !(l->have & LIMITS_HAVE_EVENTS))

@@ -21,6 +21,8 @@ int bus_append_system(sd_bus_message *m, const Observer *o);
 /* Entries of an a{sv} being built. */
 int bus_dict_u64(sd_bus_message *m, const char *key, uint64_t v);
 int bus_dict_str(sd_bus_message *m, const char *key, const char *v);
+/* A limit (memory.high, a wbps): a number, or "max" for UINT64_MAX. */
+int bus_dict_limit(sd_bus_message *m, const char *key, uint64_t v);
 int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n);
 /* Opens a nested a{sv} under `key`; close with bus_dict_close(). */
 int bus_dict_open(sd_bus_message *m, const char *key);

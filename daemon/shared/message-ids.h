@@ -12,3 +12,4 @@
 #define MESSAGE_THROTTLE        "e1f2a3b4c5d64e7f8091a2b3c4d5e6f7"   /* a throttle was set, lifted or taken over */
 #define MESSAGE_RECLAIM         "b4c5d6e7f8094a1b2c3d4e5f60718293"   /* the allocation point reclaimed or would */
 #define MESSAGE_POLICY_CHANGED  "8b1e2f0c4d7a4e6b9c3d5a7f1e0b2c4d"   /* a policy was set or unset through the API */
+#define MESSAGE_RELEASE         "4f6a2d8e1c9b47d3a5e0f7b2c8d1e6a9"   /* an operator released a cgroup, or a release ended */

@@ -18,15 +18,24 @@
 #include "throttle.h"
 #include "util.h"
 
+/* Point p asks for value on (path, kind, device), with no "lifts when", at time 0. */
+static int request(Ledger *l, const char *path, uint64_t id, ThrottleKind kind, uint32_t major, uint32_t minor,
+                   ThrottlePoint p, uint64_t value, const char *reason, uint64_t current, ThrottleEntry **ret) {
+        ThrottleRequest q = { .kind = kind, .major = major, .minor = minor, .point = p, .value = value,
+                              .reason = reason };
+
+        return ledger_request(l, path, id, &q, current, 0, ret);
+}
+
 static void test_lower_request_wins(void **state) {
         Ledger l;
         ThrottleEntry *e;
 
         ledger_init(&l, NULL);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "dirty", THROTTLE_NONE, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "dirty", THROTTLE_NONE, &e), 0);
         assert_true(e->original == THROTTLE_NONE);
         assert_int_equal(throttle_effective(e), 300);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_ALLOCATION, 200, "pressure", 999, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_ALLOCATION, 200, "pressure", 999, &e), 0);
         assert_int_equal(l.n, 1);
         assert_true(e->original == THROTTLE_NONE); /* the first reading stays the original */
         assert_int_equal(throttle_effective(e), 200);
@@ -47,7 +56,7 @@ static void test_never_above_the_original(void **state) {
 
         ledger_init(&l, NULL);
         /* An operator's memory.high of 100 is never loosened by a request of 500. */
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 500, "", 100, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 500, "", 100, &e), 0);
         assert_int_equal(throttle_effective(e), 100);
         ledger_clear(&l);
 }
@@ -57,8 +66,8 @@ static void test_devices_are_separate(void **state) {
         ThrottleEntry *e;
 
         ledger_init(&l, NULL);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_IO_WBPS, 8, 0, POINT_WRITE, 1000, "", THROTTLE_NONE, &e), 0);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_IO_WBPS, 8, 16, POINT_WRITE, 2000, "", THROTTLE_NONE, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_IO_WBPS, 8, 0, POINT_WRITE, 1000, "", THROTTLE_NONE, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_IO_WBPS, 8, 16, POINT_WRITE, 2000, "", THROTTLE_NONE, &e), 0);
         assert_int_equal(l.n, 2);
         assert_int_equal(throttle_effective(ledger_find(&l, "/w", THROTTLE_IO_WBPS, 8, 0)), 1000);
         assert_null(ledger_find(&l, "/w", THROTTLE_IO_WBPS, 9, 0));
@@ -70,7 +79,7 @@ static void test_foreign_change_wins(void **state) {
         ThrottleEntry *e;
 
         ledger_init(&l, NULL);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "", THROTTLE_NONE, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "", THROTTLE_NONE, &e), 0);
         e->applied = 300;
         assert_false(ledger_adopt_foreign(e, 300));
         assert_true(ledger_adopt_foreign(e, 512));
@@ -89,10 +98,10 @@ static void test_save_and_load(void **state) {
         assert_non_null(mkdtemp(dir));
         snprintf(file, sizeof(file), "%s/throttles", dir);
         ledger_init(&l, file);
-        assert_int_equal(ledger_request(&l, "/a b/tab\there", 7, THROTTLE_IO_WBPS, 8, 0, POINT_WRITE, 1048576,
+        assert_int_equal(request(&l, "/a b/tab\there", 7, THROTTLE_IO_WBPS, 8, 0, POINT_WRITE, 1048576,
                                         "victim\tstalls\\ 30%", THROTTLE_NONE, &e), 0);
         e->applied = 1048576;
-        assert_int_equal(ledger_request(&l, "/m", 9, THROTTLE_MEMORY_HIGH, 0, 0, POINT_ALLOCATION, 4096, "", 67108864, &e), 0);
+        assert_int_equal(request(&l, "/m", 9, THROTTLE_MEMORY_HIGH, 0, 0, POINT_ALLOCATION, 4096, "", 67108864, &e), 0);
         assert_int_equal(ledger_save(&l), 0);
 
         ledger_init(&k, file);
@@ -396,7 +405,7 @@ static void test_save_ignores_planted_link(void **state) {
         snprintf(tmp, sizeof(tmp), "%s.tmp", t.file);
         assert_int_equal(symlink(outside, tmp), 0);
         ledger_init(&l, t.file);
-        assert_int_equal(ledger_request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "", THROTTLE_NONE, &e), 0);
+        assert_int_equal(request(&l, "/w", 7, THROTTLE_MEMORY_HIGH, 0, 0, POINT_WRITE, 300, "", THROTTLE_NONE, &e), 0);
         assert_int_equal(ledger_save(&l), 0);
         f = fopen(outside, "re");
         assert_non_null(fgets(buf, sizeof(buf), f));
@@ -405,6 +414,91 @@ static void test_save_ignores_planted_link(void **state) {
         assert_int_equal(lstat(t.file, &st), 0);
         assert_true(S_ISREG(st.st_mode));
         ledger_clear(&l);
+        tmp_ledger_remove(&t);
+}
+
+/* v2: since and each point's "lifts when" go to the file and come back; a v1 line beside them still reads. */
+static void test_since_and_lifts_when(void **state) {
+        ThrottleRequest q = { .kind = THROTTLE_IO_WBPS, .major = 8, .minor = 0, .point = POINT_WRITE, .value = 4096,
+                              .reason = "db stalls", .lifts_when = "when db stalls no more" };
+        LedgerLoadReport rep;
+        ThrottleEntry *e;
+        TmpLedger t;
+        Ledger l, k;
+        FILE *f;
+
+        tmp_ledger(&t);
+        ledger_init(&l, t.file);
+        assert_int_equal(ledger_request(&l, "/w", 7, &q, THROTTLE_NONE, 1700000000123456, &e), 0);
+        /* A later request changes the value and the texts, not the since. */
+        q.value = 2048;
+        q.lifts_when = "when db\tis quiet\\ for CapHoldTime";
+        assert_int_equal(ledger_request(&l, "/w", 7, &q, 999, 1800000000000000, &e), 0);
+        assert_int_equal(e->since_usec, 1700000000123456);
+        assert_int_equal(ledger_save(&l), 0);
+        f = fopen(t.file, "ae");
+        put_entry(f, 9, "memory.high", "0:0", "max", "/old");
+        fclose(f);
+
+        assert_int_equal(load_full(&k, t.file, &rep), 0);
+        assert_int_equal(rep.n_bad, 0);
+        assert_int_equal(k.n, 2);
+        e = ledger_find(&k, "/w", THROTTLE_IO_WBPS, 8, 0);
+        assert_int_equal(e->since_usec, 1700000000123456);
+        assert_int_equal(e->requested[POINT_WRITE], 2048);
+        assert_string_equal(e->lifts_when[POINT_WRITE], "when db\tis quiet\\ for CapHoldTime");
+        assert_string_equal(e->lifts_when[POINT_ALLOCATION], "");
+        e = ledger_find(&k, "/old", THROTTLE_MEMORY_HIGH, 0, 0);
+        assert_int_equal(e->since_usec, 0);     /* unknown in a v1 line */
+        assert_string_equal(e->lifts_when[POINT_WRITE], "");
+        /* A withdrawn request takes its texts with it. */
+        e = ledger_release(&k, "/w", THROTTLE_IO_WBPS, 8, 0, POINT_WRITE);
+        assert_string_equal(e->lifts_when[POINT_WRITE], "");
+        ledger_clear(&k);
+        ledger_clear(&l);
+        tmp_ledger_remove(&t);
+}
+
+/* Releases: kept in the file, replaced by a new one on the same path, one of every cgroup covers all. */
+static void test_releases(void **state) {
+        LedgerHold *h;
+        TmpLedger t;
+        Ledger l, k;
+        unsigned bad;
+
+        tmp_ledger(&t);
+        ledger_init(&l, t.file);
+        assert_int_equal(ledger_hold(&l, "/w\tx", 7, 100, 200, "uid 0 (pid 1)", &h), 0);
+        assert_int_equal(ledger_hold(&l, "/w\tx", 7, 150, 300, "uid 5 (pid 2)", &h), 0);
+        assert_int_equal(l.n_holds, 1);
+        assert_ptr_equal(ledger_held(&l, "/w\tx", 299), h);
+        assert_null(ledger_held(&l, "/w\tx", 300));
+        assert_null(ledger_held(&l, "/other", 150));
+        assert_int_equal(ledger_save(&l), 0);
+
+        assert_int_equal(load(&k, t.file, &bad), 0);
+        assert_int_equal(bad, 0);
+        assert_int_equal(k.n_holds, 1);
+        h = ledger_held(&k, "/w\tx", 299);
+        assert_non_null(h);
+        assert_int_equal(h->cgroup_id, 7);
+        assert_int_equal(h->since_usec, 150);
+        assert_string_equal(h->who, "uid 5 (pid 2)");
+        /* Every cgroup: any path is held, its own release or not. */
+        assert_int_equal(ledger_hold(&k, LEDGER_HOLD_ALL, 0, 100, 500, "uid 0 (pid 3)", NULL), 0);
+        assert_string_equal(ledger_held(&k, "/other", 400)->path, LEDGER_HOLD_ALL);
+        assert_string_equal(ledger_held(&k, "/w\tx", 400)->path, LEDGER_HOLD_ALL);
+        ledger_unhold(&k, ledger_held(&k, "/other", 400));
+        assert_null(ledger_held(&k, "/other", 400));
+        ledger_clear(&k);
+        ledger_clear(&l);
+
+        /* A release line that is not one is skipped like any other. */
+        put_file(t.file, "# mdreclaim throttle ledger v2\nrelease\tsoon\t1\t2\twho\t/a\nrelease\t9\t1\t2\twho\tnot-a-path\n");
+        assert_int_equal(load(&k, t.file, &bad), 0);
+        assert_int_equal(bad, 2);
+        assert_int_equal(k.n_holds, 0);
+        ledger_clear(&k);
         tmp_ledger_remove(&t);
 }
 
@@ -444,6 +538,8 @@ int main(void) {
                 cmocka_unit_test(test_implausible_originals),
                 cmocka_unit_test(test_plausibility),
                 cmocka_unit_test(test_save_ignores_planted_link),
+                cmocka_unit_test(test_since_and_lifts_when),
+                cmocka_unit_test(test_releases),
                 cmocka_unit_test(test_io_max),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* throttles, release, and the throttles `show` lists for one cgroup. */
+#include "mdctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client.h"
+#include "table.h"
+#include "util.h"
+
+/* How far from now a time may be for a table to show it as a time of day. */
+#define CLOCK_SPAN_USEC (20 * 3600 * USEC_PER_SEC)
+/* The widest CGROUP cell: the table stays within 80 columns. */
+#define CGROUP_CELL_MAX 24
+
+/* ---- cells ---- */
+
+/* A time as the table shows it: "14:02:11" near now, "2024-05-01" otherwise. */
+static const char *clock_cell(char buf[static 32], const Value *t, const char *key) {
+        uint64_t usec, now = now_usec(CLOCK_REALTIME);
+        time_t s;
+        struct tm tm;
+
+        if (!value_get_u64(t, key, &usec))
+                return NULL;
+        s = (time_t) (usec / USEC_PER_SEC);
+        if (!localtime_r(&s, &tm) ||
+            strftime(buf, 32, MAX(usec, now) - MIN(usec, now) < CLOCK_SPAN_USEC ? "%H:%M:%S" : "%Y-%m-%d", &tm) == 0)
+                return NULL;
+        return buf;
+}
+
+/* The unit, else the path, its start cut to fit; "(every cgroup)" for a release of all. */
+static const char *cgroup_cell(char buf[static 32], const Value *t) {
+        const char *name = value_get_str(t, "unit") ?: value_get_str(t, "path");
+        size_t n = name ? strlen(name) : 0;
+
+        if (name && streq(name, "*"))
+                return "(every cgroup)";
+        if (n <= CGROUP_CELL_MAX)
+                return name;
+        snprintf(buf, 32, "...%s", name + n - (CGROUP_CELL_MAX - 3));
+        return buf;
+}
+
+static bool is_io(const Value *t) {
+        return streq_ptr(value_get_str(t, "knob"), "io.max wbps");
+}
+
+/* What the throttle replaced: "max", "1.0G", "12.0M/s". */
+static const char *original_cell(char buf[static 32], const Value *t) {
+        if (!value_get_str(t, "knob") || !cell_size(buf, t, "original"))
+                return NULL;
+        if (is_io(t) && !streq(buf, "max"))
+                strcat(buf, "/s");
+        return buf;
+}
+
+/* "write", "alloc", "both"; NULL when no point asks (a lift on its way). */
+static const char *points_cell(const Value *t) {
+        const Value *p = value_get(t, "points");
+
+        if (!p || p->kind != VALUE_ARRAY || p->n == 0)
+                return NULL;
+        if (p->n > 1)
+                return "both";
+        return streq_ptr(p->items[0].s, "allocation") ? "alloc" : p->items[0].s;
+}
+
+static const char *throttle_cell(char buf[static 48], const Value *t) {
+        char until[32];
+
+        if (cell_throttle(buf, t, true))
+                return buf;
+        snprintf(buf, 48, "released to %s", or_dash(clock_cell(until, t, "released_until_usec")));
+        return buf;
+}
+
+/* ---- throttles ---- */
+
+static int compare(const void *x, const void *y) {
+        const Value *a = x, *b = y;
+        int c = strcmp(value_get_str(a, "path") ?: "", value_get_str(b, "path") ?: "");
+
+        if (c == 0)
+                c = strcmp(value_get_str(a, "knob") ?: "", value_get_str(b, "knob") ?: "");
+        return c ?: strcmp(value_get_str(a, "device") ?: "", value_get_str(b, "device") ?: "");
+}
+
+static int throttles_table(const Value *list, Table *ret) {
+        static const char *const headers[] = { "CGROUP", "THROTTLE", "WAS", "POINT", "SINCE", NULL };
+        int r = 0;
+
+        table_init(ret, headers);
+        for (size_t i = 0; r >= 0 && i < list->n; i++) {
+                const Value *t = &list->items[i];
+                char name[32], thr[48], was[32], since[32];
+                const char *cells[] = { cgroup_cell(name, t), throttle_cell(thr, t), original_cell(was, t),
+                                        points_cell(t), clock_cell(since, t, "since_realtime_usec") };
+
+                r = table_add_row(ret, cells);
+        }
+        return r;
+}
+
+static void throttles_legend(const Value *list) {
+        size_t releases = 0;
+
+        for (size_t i = 0; i < list->n; i++)
+                releases += !value_get_str(&list->items[i], "knob");
+        printf("\n%zu throttle%s", list->n - releases, list->n - releases == 1 ? "" : "s");
+        if (releases)
+                printf(", %zu release%s", releases, releases == 1 ? "" : "s");
+        printf(". 'mdctl show UNIT' says why and what lifts each.\n");
+}
+
+int verb_throttles(sd_bus *bus, const Args *a) {
+        Value list = {};
+        Table t = {};
+        int r = client_call(bus, "cannot list the throttles", "ListThrottles", &list, "");
+
+        if (r < 0)
+                return r;
+        if (list.kind == VALUE_ARRAY && list.n > 1)
+                qsort(list.items, list.n, sizeof(Value), compare);
+        if (a->json) {
+                fputs("{\"throttles\":", stdout);
+                value_json(&list, stdout);
+                fputs("}\n", stdout);
+        } else if ((r = throttles_table(&list, &t)) >= 0) {
+                table_print(&t, stdout, a->legend, 80, 0);
+                if (a->legend)
+                        throttles_legend(&list);
+        }
+        table_clear(&t);
+        value_clear(&list);
+        return r < 0 ? client_fail("cannot build the table", r) : 0;
+}
+
+/* ---- show ---- */
+
+/* "6.0M/s on 8:0" or "88.0M", and what it replaced. */
+static void show_throttle(const Value *t) {
+        char v[32], was[32], when[32], ago[32], until[32];
+        const char *points = points_cell(t);
+        uint64_t since = 0, released = 0;
+
+        (void) cell_size(v, t, "value");
+        (void) original_cell(was, t);
+        if (is_io(t))
+                field("Throttle", "io.max wbps=%s/s on %s (was %s)", v, or_dash(value_get_str(t, "device")), was);
+        else
+                field("Throttle", "memory.high=%s (was %s)", v, was);
+        if (value_get_u64(t, "since_realtime_usec", &since))
+                field("Since", "%s (%s ago), set by %s", format_time(when, since),
+                      format_span(ago, u64_delta(now_usec(CLOCK_REALTIME), since)),
+                      !points ? "nobody now: being lifted" : streq(points, "both") ? "both points" :
+                      streq(points, "write") ? "the write point" : "the allocation point");
+        field("Why", "%s", or_dash(value_get_str(t, "reason")));
+        field("Lifts", "%s", or_dash(value_get_str(t, "lifts_when")));
+        if (value_get_u64(t, "released_until_usec", &released))
+                field("Released", "until %s; being lifted", format_time(until, released));
+}
+
+static void show_release(const Value *t) {
+        char until[32], left[32];
+        uint64_t released = 0;
+
+        (void) value_get_u64(t, "released_until_usec", &released);
+        field("Released", "by %s until %s (%s left): no throttle before", or_dash(value_get_str(t, "released_by")),
+              format_time(until, released), format_span(left, u64_delta(released, now_usec(CLOCK_REALTIME))));
+}
+
+void show_throttles(const Value *c, const Value *throttles) {
+        const char *path = value_get_str(c, "path");
+        size_t n = 0;
+
+        for (size_t i = 0; path && i < throttles->n; i++) {
+                const Value *t = &throttles->items[i];
+                const char *p = value_get_str(t, "path");
+
+                if (!streq_ptr(p, path) && !streq_ptr(p, "*"))
+                        continue;
+                n++;
+                if (value_get_str(t, "knob"))
+                        show_throttle(t);
+                else
+                        show_release(t);
+        }
+        if (n == 0)
+                field("Throttles", "none");
+}
+
+/* ---- release ---- */
+
+int check_release_args(const Args *a) {
+        if (a->all && a->argc > 1)
+                return usage_error("release takes a unit or cgroup path, or --all, not both");
+        if (!a->all && a->argc < 2)
+                return usage_error("release needs a unit or cgroup path, or --all");
+        return 0;
+}
+
+int verb_release(sd_bus *bus, const Args *a) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *target = a->all ? "" : a->argv[1];
+        char what[300];
+        int r;
+
+        snprintf(what, sizeof(what), "cannot release %s", a->all ? "every cgroup" : target);
+        r = client_call_raw(bus, what, "Release", &reply, "st", target, a->have_for ? a->for_usec : UINT64_C(0));
+        return r < 0 ? r : print_result(reply, a);
+}
