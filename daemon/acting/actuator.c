@@ -514,7 +514,10 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         if (!t)
                 return;
         t->applied = p->value;
-        if (!throttle_requested(t) && t->applied == t->original)
+        /* Something else was asked while the write was on its way (a lift, another value): catch up. */
+        if (throttle_effective(t) != t->applied && !write_in_flight(a, t))
+                (void) apply(a, cg, t);
+        else if (!throttle_requested(t) && t->applied == t->original)
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
 }
