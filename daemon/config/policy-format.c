@@ -85,3 +85,16 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
                 return -ENOENT;
         return 0;
 }
+
+int policy_format_effective(const Policy *p, const DaemonSettings *d, const char *key,
+                            char buf[static POLICY_VALUE_MAX]) {
+        int r = policy_format_value(p, key, buf);
+
+        if (r < 0 || buf[0])
+                return r;
+        if (streq(key, "IOPressureLimit"))
+                format_percent(buf, d->io_pressure_limit_ppm);
+        else if (streq(key, "WriteRateMin"))
+                format_percent(buf, d->write_rate_min_ppm);
+        return 0;
+}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf.h"
 #include "policy.h"
 
 #define POLICY_VALUE_MAX 64
@@ -23,3 +24,11 @@ const char *format_percent(char buf[static POLICY_VALUE_MAX], uint32_t ppm);
  * is unset and its default means "none". -ENOENT: not a key formatted here.
  */
 int policy_format_value(const Policy *p, const char *key, char buf[static POLICY_VALUE_MAX]);
+
+/*
+ * policy_format_value(), with the keys whose default is a daemon setting
+ * (IOPressureLimit= from [WritePoint], WriteRateMin= from [WritePoint]) given
+ * that default when the policy leaves them unset.
+ */
+int policy_format_effective(const Policy *p, const DaemonSettings *d, const char *key,
+                            char buf[static POLICY_VALUE_MAX]);

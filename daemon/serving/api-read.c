@@ -267,7 +267,7 @@ static const Policy *find_policy(const Config *c, const char *name) {
 }
 
 /* Every key but Match= with its effective value ("" when unset). */
-static int append_settings(sd_bus_message *r, const Policy *p) {
+static int append_settings(sd_bus_message *r, const Policy *p, const DaemonSettings *d) {
         const char *key;
         int k;
 
@@ -276,7 +276,7 @@ static int append_settings(sd_bus_message *r, const Policy *p) {
                 return k;
         for (size_t i = 1; k >= 0 && (key = config_policy_key(i)); i++) {
                 char v[POLICY_VALUE_MAX];
-                if (policy_format_value(p, key, v) == 0)
+                if (policy_format_effective(p, d, key, v) == 0)
                         k = bus_dict_str(r, key, v);
         }
         return k < 0 ? k : bus_dict_close(r);
@@ -326,7 +326,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         k = bus_dict_strv(r, "cgroup_paths", paths, n);
         if (k < 0)
                 return k;
-        k = append_settings(r, p);
+        k = append_settings(r, p, &m->config->daemon);
         if (k < 0)
                 return k;
         k = append_text(r, p->file);
