@@ -248,6 +248,9 @@ int main(int argc, char **argv) {
         if (r < 0)
                 return EXIT_FAILURE;
         if (fflush(stdout) != 0 || ferror(stdout)) {
+                /* The reader went away (`mdctl list | head`): what it wanted it has; nothing to say. */
+                if (errno == EPIPE)
+                        return EXIT_SUCCESS;
                 fprintf(stderr, "mdctl: cannot write the output: %s\n", strerror(errno));
                 return EXIT_FAILURE;
         }
