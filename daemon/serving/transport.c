@@ -20,6 +20,7 @@
 #define BUS_SOCKET_SNDBUF (128 * 1024)
 
 static void accept_resume(Transport *s);
+static bool reserve_take(Transport *s);
 
 /* ---- replies waiting for a client ---- */
 
@@ -145,7 +146,8 @@ static int on_reap(sd_event_source *src, void *userdata) {
                         s->connections[j++] = s->connections[i];
         }
         s->n_connections = j;
-        /* A connection that ended freed its fds: accepting may go on if it was paused. */
+        /* A connection that ended freed its fds: the reserve first, then accepting if it was paused. */
+        (void) reserve_take(s);
         if (sd_event_source_get_enabled(s->accept_retry_source, NULL) > 0)
                 accept_resume(s);
         return 0;
@@ -566,21 +568,28 @@ size_t transport_connections(const Transport *s) {
         return n;
 }
 
-static void refuse(Transport *s, const PeerCreds *creds, BusAdmission a) {
+static void refuse(Transport *s, const PeerCreds *creds, const char *why) {
         unsigned suppressed = 0;
 
         if (!ratelimit_below(&s->refused_log, now_usec(CLOCK_MONOTONIC), &suppressed))
                 return;
-        log_warning("Control connection from pid %d (uid %u) refused: too many connections%s (%d)%s",
-                    (int) creds->pid, (unsigned) creds->uid, a == BUS_REFUSE_FULL ? "" : " of this user",
-                    a == BUS_REFUSE_FULL ? BUS_CONNECTIONS_MAX : BUS_CONNECTIONS_PER_UID_MAX,
-                    suppressed ? " (similar messages were suppressed)" : "");
+        log_warning("Control connection from pid %d (uid %u) refused: %s%s", (int) creds->pid, (unsigned) creds->uid,
+                    why, suppressed ? " (similar messages were suppressed)" : "");
+}
+
+static void refuse_admission(Transport *s, const PeerCreds *creds, BusAdmission a) {
+        char why[64];
+
+        snprintf(why, sizeof(why), "too many connections%s (%d)", a == BUS_REFUSE_FULL ? "" : " of this user",
+                 a == BUS_REFUSE_FULL ? BUS_CONNECTIONS_MAX : BUS_CONNECTIONS_PER_UID_MAX);
+        refuse(s, creds, why);
 }
 
 /* Takes the accepted `fd`: a connection, or closed with the reason. */
 static void accept_one(Transport *s, int fd) {
         _cleanup_close_ int cfd = fd;
         _cleanup_(peer_creds_clear) PeerCreds creds = {};
+        PeerCreds who;
         BusConnection *c, **n;
         BusAdmission a;
         int r;
@@ -592,12 +601,15 @@ static void accept_one(Transport *s, int fd) {
         }
         a = bus_admission(transport_connections(s), connections_of_uid(s, creds.uid), creds.uid);
         if (a != BUS_ADMIT)
-                return refuse(s, &creds, a);
+                return refuse_admission(s, &creds, a);
         n = realloc(s->connections, (s->n_connections + 1) * sizeof(BusConnection *));
         if (!n)
                 return;
         s->connections = n;
+        who = (PeerCreds) { .pid = creds.pid, .uid = creds.uid };
         r = connection_new(s, TAKE_FD(cfd), &creds, &c);
+        if (r == -EMFILE || r == -ENFILE)
+                return refuse(s, &who, "out of file descriptors");
         if (r < 0) {
                 log_warning_errno(r, "Cannot set up a control connection: %m");
                 return;
@@ -606,8 +618,31 @@ static void accept_one(Transport *s, int fd) {
         log_debug("Control connection %s opened", c->description);
 }
 
-/* Out of fds: accepting stops (the pending connection would wake the loop again at once) until a
- * connection ends or a moment has passed. */
+/* Takes back the fds of the reserve that can be had; returns whether it is whole. */
+static bool reserve_take(Transport *s) {
+        bool whole = true;
+
+        for (size_t i = 0; i < ELEMENTSOF(s->reserve); i++) {
+                if (s->reserve[i] < 0)
+                        s->reserve[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                whole = whole && s->reserve[i] >= 0;
+        }
+        return whole;
+}
+
+/* Closes the reserve; returns whether it held any fd. */
+static bool reserve_release(Transport *s) {
+        bool any = false;
+
+        for (size_t i = 0; i < ELEMENTSOF(s->reserve); i++) {
+                any = any || s->reserve[i] >= 0;
+                closep(&s->reserve[i]);
+        }
+        return any;
+}
+
+/* Accepting stops (a pending connection would wake the loop again at once) until a connection
+ * ends or a moment has passed. */
 static void accept_pause(Transport *s, int error) {
         unsigned suppressed = 0;
 
@@ -625,7 +660,23 @@ static void accept_resume(Transport *s) {
         (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
 }
 
+/* Out of fds: the reserve is given up for the pending connection, which is served if the reserve
+ * suffices and refused (the reason logged) if not, and taken back at once. While it cannot be
+ * taken back whole (a connection it served holds its fds), accepting pauses. */
+static void accept_out_of_fds(Transport *s, int error) {
+        int cfd = -1;
+
+        if (reserve_release(s)) {
+                cfd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd >= 0)
+                        accept_one(s, cfd);
+        }
+        if (!reserve_take(s) || cfd < 0)
+                accept_pause(s, error);
+}
+
 static int on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        (void) reserve_take(userdata);
         accept_resume(userdata);
         return 0;
 }
@@ -635,7 +686,11 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
         for (int i = 0; i < 16; i++) {
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-                if (cfd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+                if (cfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+                        accept_out_of_fds(userdata, errno);
+                        return 0;
+                }
+                if (cfd < 0 && (errno == ENOBUFS || errno == ENOMEM)) {
                         accept_pause(userdata, errno);
                         return 0;
                 }
@@ -761,6 +816,8 @@ int transport_new(sd_event *event, const char *path, TransportAttach attach, voi
         s->attach = attach;
         s->userdata = userdata;
         s->listen_fd = -1;
+        for (size_t i = 0; i < ELEMENTSOF(s->reserve); i++)
+                s->reserve[i] = -1;
         s->refused_log = (RateLimit) RATELIMIT_INIT(10 * USEC_PER_SEC, 5);
         s->path = strdup(path);
         if (!s->path)
@@ -771,6 +828,8 @@ int transport_new(sd_event *event, const char *path, TransportAttach attach, voi
         r = add_sources(s);
         if (r < 0)
                 return log_error_errno(r, "Cannot serve the control socket: %m");
+        if (!reserve_take(s))
+                log_debug_errno(errno, "Cannot keep fds in reserve for the control socket: %m");
         log_debug("Control socket on %s", path);
         *ret = TAKE_PTR(s);
         return 0;
@@ -782,6 +841,7 @@ Transport *transport_free(Transport *s) {
         for (size_t i = 0; i < s->n_connections; i++)
                 connection_free(s->connections[i]);
         free(s->connections);
+        (void) reserve_release(s);
         sd_event_source_disable_unref(s->listen_source);
         sd_event_source_disable_unref(s->reap_source);
         sd_event_source_disable_unref(s->accept_retry_source);

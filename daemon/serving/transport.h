@@ -31,6 +31,8 @@
 #define BUS_RELAY_BUFFER 16384
 /* How long accepting pauses when the daemon is out of fds (a connection ending resumes it sooner). */
 #define BUS_ACCEPT_RETRY_USEC (250 * USEC_PER_MSEC)
+/* Fds kept open for the moment there are none: one connection (client, socketpair) and a refusal. */
+#define BUS_FD_RESERVE 4
 /* Replies are kept in pieces of this size (the unit in which memory held for clients is counted). */
 #define BUS_REPLY_CHUNK 65536
 
@@ -88,6 +90,7 @@ struct Transport {
         size_t n_connections;
         uint64_t next_id;
         size_t held;                    /* memory held for all clients' replies */
+        int reserve[BUS_FD_RESERVE];    /* /dev/null, or -1 while given up */
         RateLimit refused_log;
 };
 
