@@ -2,8 +2,8 @@
 /*
  * The control socket's bounds and who may change things, as pure functions:
  * admission of a new connection (a global cap, a reserve for root, a cap per
- * user), a token bucket for each connection's request rate, and the check of
- * a peer's credentials against AdminGroup=.
+ * user), a token bucket for each connection's request rate, the memory held
+ * for clients, and the check of a peer's credentials against AdminGroup=.
  */
 #pragma once
 
@@ -22,10 +22,17 @@
 /* Requests per second and burst, per connection; past them the connection is read more slowly. */
 #define BUS_RATE_PER_SEC 50
 #define BUS_RATE_BURST 100
-/* Replies and signals queued for a client that does not read: past PAUSE no
- * more of its requests are read, past MAX it is disconnected. */
-#define BUS_QUEUED_PAUSE 8
+/* Back-pressure: a client's next request goes to sd-bus only when sd-bus has
+ * taken the one before, holds none of its replies, and at most
+ * BUS_HELD_PAUSE bytes of replies wait for the client. So a client that does
+ * not read holds at most that, one reply, and the signals it subscribed to. */
+#define BUS_HELD_PAUSE (64 * 1024)
+/* A subscriber with more than this unread, or sd-bus holding more than
+ * BUS_QUEUED_MAX messages for it, is dropped at the next signal. */
+#define BUS_HELD_MAX (4 * 1024 * 1024)
 #define BUS_QUEUED_MAX 256
+/* Replies waiting for all clients together; past it, the client holding most is dropped. */
+#define BUS_HELD_TOTAL_MAX (32 * 1024 * 1024)
 
 typedef enum BusAdmission {
         BUS_ADMIT,

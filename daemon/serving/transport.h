@@ -2,14 +2,16 @@
 /*
  * The control socket as a transport: a listening AF_UNIX socket on the event
  * loop and one peer-to-peer sd-bus server connection per client (no broker;
- * busctl --address=unix:path=... works). A client's bytes pass through the
- * daemon before sd-bus sees them: bus-stream.h checks their framing and
- * size, bus-limits.h paces them, and only whole, bounded messages reach
- * sd-bus through a socketpair; replies and signals go straight to the
- * client. Because sd-bus reads the socketpair, the peer's identity is taken
- * from the client's own socket (SO_PEERCRED, SO_PEERGROUPS) when it
- * connects. The transport knows nothing of the API: a callback registers it
- * on each new connection, and broadcasts go through a send callback.
+ * busctl --address=unix:path=... works). Every byte passes through the
+ * daemon: a client's requests are checked by bus-stream.h (framing, size),
+ * paced by bus-limits.h and handed to sd-bus one message at a time through a
+ * socketpair, the next only once sd-bus has taken the last and the client
+ * reads its replies; sd-bus's replies come back through the same socketpair
+ * and wait, counted, until the client reads them. Because sd-bus's peer is
+ * the daemon, the client's identity is taken from its own socket
+ * (SO_PEERCRED, SO_PEERGROUPS) when it connects. The transport knows nothing
+ * of the API: a callback registers it on each new connection, and broadcasts
+ * go through a send callback.
  */
 #pragma once
 
@@ -29,23 +31,42 @@
 #define BUS_RELAY_BUFFER 16384
 /* How long accepting pauses when the daemon is out of fds (a connection ending resumes it sooner). */
 #define BUS_ACCEPT_RETRY_USEC (250 * USEC_PER_MSEC)
+/* Fds kept open for the moment there are none: one connection (client, socketpair) and a refusal. */
+#define BUS_FD_RESERVE 4
+/* Replies are kept in pieces of this size (the unit in which memory held for clients is counted). */
+#define BUS_REPLY_CHUNK 65536
 
 typedef struct Transport Transport;
+
+typedef struct ReplyChunk {
+        struct ReplyChunk *next;
+        size_t head, tail;              /* data[head..tail) waits for the client */
+        uint8_t data[BUS_REPLY_CHUNK];
+} ReplyChunk;
+
+/* What sd-bus wrote for a client that the client has not read yet. */
+typedef struct ReplyQueue {
+        ReplyChunk *first, *last;
+        size_t held;                    /* bytes allocated for it */
+} ReplyQueue;
 
 typedef struct BusConnection {
         Transport *transport;
         uint64_t id;
-        int client_fd;                  /* requests are read from here */
-        int relay_fd;                   /* ... and written here; sd-bus reads the other end */
-        sd_bus *bus;                    /* writes replies to a dup of client_fd */
-        sd_event_source *client_source; /* client_fd readable */
-        sd_event_source *relay_source;  /* relay_fd writable */
-        sd_event_source *resume_source; /* the rate limit or a full reply queue lets it go on */
+        int client_fd;
+        int relay_fd;                   /* our end of the socketpair; sd-bus has the other */
+        sd_bus *bus;
+        sd_event_source *client_source; /* client_fd: requests readable, room for replies */
+        sd_event_source *relay_source;  /* relay_fd: replies readable, room for requests */
+        sd_event_source *resume_source; /* the rate limit lets the next request go */
+        sd_event_source *sdbus_source;  /* after sd-bus ran: has it taken what it was given? */
         BusStream stream;
         TokenBucket bucket;
         uint8_t buf[BUS_RELAY_BUFFER];
         size_t len, checked, written;   /* buf[0..written) went on, [written..checked) may go */
+        ReplyQueue replies;
         PeerCreds creds;
+        bool eof;                       /* the client sends no more */
         bool subscribed;                /* takes broadcasts */
         bool dead;
         char description[64];
@@ -68,6 +89,8 @@ struct Transport {
         BusConnection **connections;
         size_t n_connections;
         uint64_t next_id;
+        size_t held;                    /* memory held for all clients' replies */
+        int reserve[BUS_FD_RESERVE];    /* /dev/null, or -1 while given up */
         RateLimit refused_log;
 };
 
@@ -82,7 +105,7 @@ Transport *transport_free(Transport *s);
 /* Connections open (not ended). */
 size_t transport_connections(const Transport *s);
 
-/* Calls `send` for every live subscribed connection; one that does not read its queue is dropped. */
+/* Calls `send` for every live subscribed connection; one that does not read its signals is dropped. */
 void transport_broadcast(Transport *s, TransportSend send, const void *data);
 
 /* Ends a connection (now or after its callback returns); `why` is logged at debug level. */
