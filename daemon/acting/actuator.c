@@ -35,13 +35,21 @@ struct Actuator {
         void *userdata;
 };
 
-static Cgroup *lookup(Actuator *a, uint64_t id, const char **ret_unit) {
+/* The cgroup, or NULL: *ret_error says why (-ENODEV: gone; another errno: not now, e.g. out of fds). */
+static Cgroup *lookup_why(Actuator *a, uint64_t id, const char **ret_unit, int *ret_error) {
         const char *unit = NULL;
-        Cgroup *cg = a->ops->lookup(id, &unit, a->userdata);
+        Cgroup *cg = NULL;
+        int r = a->ops->lookup(id, &cg, &unit, a->userdata);
 
         if (ret_unit)
                 *ret_unit = unit;
-        return cg;
+        if (ret_error)
+                *ret_error = r < 0 ? r : 0;
+        return r < 0 ? NULL : cg;
+}
+
+static Cgroup *lookup(Actuator *a, uint64_t id, const char **ret_unit) {
+        return lookup_why(a, id, ret_unit, NULL);
 }
 
 static void format_value(uint64_t v, char *buf, size_t size) {
@@ -96,6 +104,8 @@ static uint64_t value_ahead(const Actuator *a, const ThrottleEntry *t) {
 static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         int r;
 
+        if (!a->worker)
+                return -ESHUTDOWN;      /* stopped: the throttles are being restored */
         if (a->n_pending >= WORKER_QUEUE_MAX)
                 return -EBUSY;
         job->kind = p.kind;
@@ -110,11 +120,12 @@ static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
 }
 
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
-        Cgroup *cg = lookup(a, cgroup_id, NULL);
+        int err;
+        Cgroup *cg = lookup_why(a, cgroup_id, NULL, &err);
         Job j = *job;
 
         if (!cg)
-                return -ENODEV;
+                return err;
         return submit(a, cg, &j, (PendingJob) { .kind = job->kind });
 }
 
@@ -148,9 +159,19 @@ static int persist(Actuator *a) {
 }
 
 /* Takes back a request that could not be carried out; the entry goes if nothing else holds it. */
-static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point) {
-        ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, point);
-        if (!throttle_requested(t) && t->applied == t->original)
+/*
+ * Takes back a request that could not be carried out: the point's request is
+ * what it was before (`saved`, NULL for a new entry), and the entry goes only
+ * if nothing holds it (no request, the original in place, no write on its way).
+ */
+static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point, const ThrottleEntry *saved) {
+        if (saved) {
+                t->requested[point] = saved->requested[point];
+                memcpy(t->reason[point], saved->reason[point], sizeof(t->reason[point]));
+                memcpy(t->lifts_when[point], saved->lifts_when[point], sizeof(t->lifts_when[point]));
+        } else
+                ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, point);
+        if (!throttle_requested(t) && t->applied == t->original && !write_in_flight(a, t))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
 }
@@ -181,14 +202,16 @@ static bool refused(Actuator *a, const Cgroup *cg, const ThrottleRequest *q) {
 
 int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q) {
         const char *unit;
-        Cgroup *cg = lookup(a, cgroup_id, &unit);
+        int err;
+        Cgroup *cg = lookup_why(a, cgroup_id, &unit, &err);
         ThrottleRequest req = *q;
         uint64_t current, before;
-        ThrottleEntry *t;
+        ThrottleEntry *t, saved;
+        bool existed;
         int r;
 
         if (!cg)
-                return -ENODEV;
+                return err;
         if (refused(a, cg, q))
                 return -ECANCELED;
         /* The kernel keeps memory.high in pages: a value it would round is
@@ -203,6 +226,9 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
                 if (r < 0)
                         return r;
         }
+        existed = t != NULL;
+        if (t)
+                saved = *t;
         r = ledger_request(&a->ledger, cg->path, cg->id, &req, current, now_usec(CLOCK_REALTIME), &t);
         if (r < 0)
                 return r;
@@ -214,7 +240,7 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         if (r >= 0)
                 r = apply(a, cg, t);
         if (r < 0) {
-                undo_request(a, t, q->point);
+                undo_request(a, t, q->point, existed ? &saved : NULL);
                 return r;
         }
         throttle_event(a, set_action(q), unit, t, before, throttle_effective(t), q->reason);
@@ -237,9 +263,10 @@ static ThrottleEntry *find_by_id(Actuator *a, uint64_t cgroup_id, const Throttle
 int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q) {
         ThrottleEntry *t = find_by_id(a, cgroup_id, q);
         const char *unit;
-        Cgroup *cg = lookup(a, cgroup_id, &unit);
+        int err;
+        Cgroup *cg = lookup_why(a, cgroup_id, &unit, &err);
         uint64_t before;
-        int r = 0;
+        int r = err == -ENODEV ? 0 : err;
 
         if (!t)
                 return 0;
@@ -250,7 +277,8 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
                 if (r >= 0)
                         throttle_event(a, lift_action(q->kind), unit, t, before, throttle_effective(t), q->reason);
         }
-        if (!throttle_requested(t) && (!cg || (t->applied == t->original && !write_in_flight(a, t))))
+        /* Gone: nothing to put back. Not reachable now (out of fds): kept, and verify writes it later. */
+        if (!throttle_requested(t) && (err == -ENODEV || (cg && t->applied == t->original && !write_in_flight(a, t))))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
         return r < 0 ? r : 1;
@@ -279,7 +307,8 @@ static void release_event(Actuator *a, const char *action, const char *path, con
 /* Every point's request on t withdrawn at once, the original written back, the points told. */
 static int lift_released(Actuator *a, ThrottleEntry *t, const char *why) {
         const char *unit;
-        Cgroup *cg = lookup(a, t->cgroup_id, &unit);
+        int err;
+        Cgroup *cg = lookup_why(a, t->cgroup_id, &unit, &err);
         uint64_t before = value_ahead(a, t);
         int r = 0;
 
@@ -294,7 +323,7 @@ static int lift_released(Actuator *a, ThrottleEntry *t, const char *why) {
         }
         if (a->ops->throttle_dropped)
                 a->ops->throttle_dropped(t, a->userdata);
-        if (!cg || (t->applied == t->original && !write_in_flight(a, t)))
+        if (err == -ENODEV || (cg && t->applied == t->original && !write_in_flight(a, t)))
                 ledger_remove(&a->ledger, t);
         return r;
 }
@@ -389,6 +418,14 @@ static bool end_releases(Actuator *a, bool quiet) {
         return changed;
 }
 
+/* Whether `value` is what a write of ours on its way (or abandoned at stop) puts in t's file. */
+static bool pending_value(const Actuator *a, const ThrottleEntry *t, uint64_t value) {
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (same_throttle(&a->pending[i], t) && a->pending[i].value == value)
+                        return true;
+        return false;
+}
+
 /*
  * Puts the original back if the file still holds what we (or a write of ours
  * that did not reach the ledger) set. Returns 1 if restored, 0 if the value is
@@ -403,7 +440,7 @@ static int restore_if_ours(Actuator *a, const ThrottleEntry *t, const char *acti
 
         if (!cg || !streq(cg->path, t->path) || throttle_read(cg, t->kind, t->major, t->minor, &current) < 0)
                 return 0;
-        if (current != t->applied && current != throttle_effective(t))
+        if (current != t->applied && current != throttle_effective(t) && !pending_value(a, t, current))
                 return 0;
         r = cgroup_write(cg, throttle_file(t->kind),
                          throttle_format(t->kind, t->major, t->minor, t->original, buf, sizeof(buf)));
@@ -431,8 +468,14 @@ int actuator_recover(Actuator *a) {
                          u64_delta(a->ledger.holds[i].until_usec, now_usec(CLOCK_REALTIME)) / USEC_PER_SEC);
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
-                Cgroup *cg = lookup(a, t->cgroup_id, NULL);
+                int err;
+                Cgroup *cg = lookup_why(a, t->cgroup_id, NULL, &err);
 
+                if (!cg && err != -ENODEV) {
+                        /* Kept: with no request on it, the first check writes its original back. */
+                        log_warning_errno(err, "%s: cannot look at it now: %m; its throttle record is kept", t->path);
+                        continue;
+                }
                 if (!cg || !streq(cg->path, t->path))
                         log_info("%s: gone since the last run; its throttle record is dropped", t->path);
                 else if (restore_if_ours(a, t, "restore-after-restart", "left by a previous run") == 0)
@@ -442,6 +485,20 @@ int actuator_recover(Actuator *a) {
         }
         (void) persist(a);
         return 0;
+}
+
+/*
+ * Our value is in place, but not the one asked for now (a lift whose write
+ * failed or could not be made, a queue that was full): written again. Returns
+ * true if the ledger changed.
+ */
+static bool catch_up(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
+        if (throttle_effective(t) != t->applied && apply(a, cg, t) < 0)
+                return false;
+        if (throttle_requested(t) || t->applied != t->original || write_in_flight(a, t))
+                return false;
+        ledger_remove(&a->ledger, t);
+        return true;
 }
 
 static void drop_entry(Actuator *a, ThrottleEntry *t) {
@@ -456,18 +513,25 @@ void actuator_verify(Actuator *a) {
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
                 const char *unit;
-                Cgroup *cg = lookup(a, t->cgroup_id, &unit);
+                int err;
+                Cgroup *cg = lookup_why(a, t->cgroup_id, &unit, &err);
                 uint64_t current, before = t->applied;
 
                 if (write_in_flight(a, t))
                         continue;
-                if (!cg || throttle_read(cg, t->kind, t->major, t->minor, &current) < 0) {
+                if (cg)
+                        err = throttle_read(cg, t->kind, t->major, t->minor, &current);
+                if (err == -ENODEV || (cg && err == -ENOENT)) {
                         drop_entry(a, t);
                         changed = true;
                         continue;
                 }
-                if (!ledger_adopt_foreign(t, current))
+                if (err < 0)
+                        continue;       /* not now (out of fds): the next check */
+                if (!ledger_adopt_foreign(t, current)) {
+                        changed |= catch_up(a, cg, t);
                         continue;
+                }
                 throttle_event(a, "foreign-change", unit, t, before, current,
                                "changed by someone else: theirs wins and becomes the original");
                 drop_entry(a, t);
@@ -478,6 +542,10 @@ void actuator_verify(Actuator *a) {
 }
 
 void actuator_restore_all(Actuator *a) {
+        /* No write of ours may land after its entry is restored: the worker stops first (a queued
+         * write is dropped, one inside the kernel interrupted or abandoned); what such a write put
+         * in a file counts as ours below. */
+        a->worker = worker_free(a->worker);
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
 

@@ -23,8 +23,9 @@
 #include "worker.h"
 
 typedef struct ActuatorOps {
-        /* The cgroup with this id while it exists (and its unit name, or NULL); NULL once gone. */
-        Cgroup *(*lookup)(uint64_t cgroup_id, const char **ret_unit, void *userdata);
+        /* The cgroup with this id, opened for use (and its unit name, or NULL): 0; -ENODEV once it
+         * is gone; another negative errno when it cannot be opened now (out of fds: try later). */
+        int (*lookup)(uint64_t cgroup_id, Cgroup **ret_cg, const char **ret_unit, void *userdata);
         /* A reclaim or writeback job finished (a writeback's event is recorded already). */
         void (*job_done)(const Job *job, uint64_t cgroup_id, void *userdata);
         /* A throttle left the ledger without its point asking (someone else's value, the cgroup

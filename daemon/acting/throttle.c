@@ -42,7 +42,8 @@ int throttle_read(Cgroup *cg, ThrottleKind kind, uint32_t major, uint32_t minor,
         size_t len;
         int r;
 
-        r = cgroup_read(cg, kind == THROTTLE_IO_WBPS ? CG_IO_MAX : CG_MEMORY_HIGH, buf, sizeof(buf), &len);
+        /* Opened and closed again: a throttled cgroup does not keep two more fds for it. */
+        r = cgroup_read_once(cg, kind == THROTTLE_IO_WBPS ? CG_IO_MAX : CG_MEMORY_HIGH, buf, sizeof(buf), &len);
         if (r < 0)
                 return r;
         if (kind == THROTTLE_IO_WBPS)

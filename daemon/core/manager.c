@@ -112,15 +112,20 @@ static void on_pressure(PsiTrigger *t, bool dead, void *userdata) {
 
 /* ---- the actuator's callbacks ---- */
 
-static Cgroup *lookup_cgroup(uint64_t cgroup_id, const char **ret_unit, void *userdata) {
+static int lookup_cgroup(uint64_t cgroup_id, Cgroup **ret_cg, const char **ret_unit, void *userdata) {
         Manager *m = userdata;
         CgEntry *e = cgtable_find(&m->observer->cgroups, cgroup_id);
+        int r;
 
+        if (!e)
+                return -ENODEV;
         /* A cgroup sampled now and then holds no fd: it is opened for the action. */
-        if (!e || observer_attach(m->observer, e) < 0)
-                return NULL;
+        r = observer_attach(m->observer, e);
+        if (r < 0)
+                return r;
+        *ret_cg = e->cg;
         *ret_unit = e->unit;
-        return e->cg;
+        return 0;
 }
 
 static void on_job_done(const Job *job, uint64_t cgroup_id, void *userdata) {

@@ -126,7 +126,24 @@ static void want(TriggerSet *s, uint64_t window, int dirfd, const char *what, ui
         install(s, t);
 }
 
-void trigger_set_reconcile(TriggerSet *s, const Observer *o, const Config *c) {
+/* Arms what a governed cgroup's policy asks for. A cgroup past the fd budget holds no directory: it is
+ * opened for the arming (the trigger keeps an fd of its own) and let go again. */
+static void want_cgroup(TriggerSet *s, uint64_t window, Observer *o, CgEntry *e, const DaemonSettings *d) {
+        const Policy *p = e->policy;
+        bool detached = !cgroup_attached(e->cg);
+
+        if (observer_attach(o, e) < 0)
+                return;         /* gone, or out of fds: tried again at the next rescan */
+        if (p->pressure_target_ppm > 0)
+                want(s, window, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_MEMORY, p->pressure_target_ppm);
+        if (p->protect)
+                want(s, window, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_IO,
+                     p->io_pressure_limit_ppm ?: d->io_pressure_limit_ppm);
+        if (detached && !e->keeps)
+                cgroup_detach(e->cg);
+}
+
+void trigger_set_reconcile(TriggerSet *s, Observer *o, const Config *c) {
         const DaemonSettings *d = &c->daemon;
         uint64_t window = d->pressure_window_usec;
 
@@ -135,17 +152,10 @@ void trigger_set_reconcile(TriggerSet *s, const Observer *o, const Config *c) {
         want(s, window, o->host->proc_fd, "the host", 0, PSI_RESOURCE_MEMORY, d->system_pressure_threshold_ppm);
         want(s, window, o->host->proc_fd, "the host", 0, PSI_RESOURCE_IO, d->system_pressure_threshold_ppm);
         for (size_t i = 0; i < o->cgroups.n; i++) {
-                const CgEntry *e = &o->cgroups.entries[i];
-                const Policy *p = e->policy;
+                CgEntry *e = &o->cgroups.entries[i];
 
-                if (!p || p->mode == POLICY_MODE_OFF || e->gone)
-                        continue;
-                if (p->pressure_target_ppm > 0)
-                        want(s, window, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_MEMORY,
-                             p->pressure_target_ppm);
-                if (p->protect)
-                        want(s, window, e->cg->dirfd, e->cg->path, e->cg->id, PSI_RESOURCE_IO,
-                             p->io_pressure_limit_ppm ?: d->io_pressure_limit_ppm);
+                if (e->policy && e->policy->mode != POLICY_MODE_OFF && !e->gone)
+                        want_cgroup(s, window, o, e, d);
         }
         for (size_t i = s->n; i > 0; i--)
                 if (!s->triggers[i - 1]->mark)

@@ -33,7 +33,7 @@ void trigger_set_init(TriggerSet *s, sd_event *event, PsiTriggerHandler handler,
 void trigger_set_clear(TriggerSet *s);
 
 /* Arms what the policies ask for, drops what they no longer ask for. */
-void trigger_set_reconcile(TriggerSet *s, const Observer *o, const Config *c);
+void trigger_set_reconcile(TriggerSet *s, Observer *o, const Config *c);
 
 /* Drops one trigger (its cgroup went away). */
 void trigger_set_remove(TriggerSet *s, PsiTrigger *t);

@@ -123,9 +123,10 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
                 t->entries[i].seen = false;
         r = cg_root_walk_full(root, refresh_one, &rf, &skipped);
         if (r < 0 || skipped > 0)
-                /* The walk failed or could not read a subtree: keep what we had rather than drop it. */
+                /* The walk failed or could not read a subtree: keep what we had rather than drop it,
+                 * but for cgroups found removed already. */
                 for (size_t i = 0; i < t->n; i++)
-                        t->entries[i].seen = true;
+                        t->entries[i].seen |= !t->entries[i].gone;
         if (r >= 0)
                 r = refresh_merge(&rf);
         if (skipped != t->walk_skipped && skipped > 0)

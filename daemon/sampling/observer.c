@@ -108,7 +108,7 @@ static void release(Observer *o, CgEntry *e) {
 /* nr_descendants from the root's cgroup.stat; UINT64_MAX if it cannot be read (then every rescan walks). */
 static uint64_t root_descendants(const Observer *o) {
         _cleanup_close_ int fd = -1;
-        char buf[256], *p;
+        char buf[4096], *p;     /* since 6.11 it lists every controller's counts too */
         uint64_t v;
 
         if (kept_read(o->root->fd, "cgroup.stat", &fd, buf, sizeof(buf), NULL) < 0 ||
@@ -136,6 +136,9 @@ int observer_rescan(Observer *o) {
                 o->walked_usec = now;
                 o->walks++;
                 o->gone_since_walk = false;
+                /* An incomplete walk (failed, a subtree unreadable, cgroups not opened) is done again. */
+                if (r < 0 || o->cgroups.walk_skipped > 0 || o->cgroups.unopened > 0)
+                        o->descendants = UINT64_MAX;
                 /* Removed cgroups took their share of the budget with them. */
                 o->n_kept = 0;
                 for (size_t i = 0; i < o->cgroups.n; i++)

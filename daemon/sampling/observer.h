@@ -54,8 +54,8 @@ typedef struct Observer {
 
 /* Fds kept back from RLIMIT_NOFILE for all but cgroup files (control clients, worker, triggers, walks). */
 #define OBSERVER_FD_RESERVE 96
-/* What a cgroup sampled from kept files holds: its directory, five files, a PSI trigger. */
-#define OBSERVER_FDS_PER_KEPT 7
+/* What a cgroup sampled from kept files holds: its directory, five files, two PSI triggers. */
+#define OBSERVER_FDS_PER_KEPT 8
 
 /* A cold cgroup's limits are reread with every this many of its samples (two minutes at 30s). */
 #define OBSERVER_COLD_LIMITS_EVERY 4
