@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "new-file.h"
 #include "util.h"
 
 /* v2 adds to each entry its since and each point's "lifts when", and the
@@ -302,17 +303,10 @@ static void write_hold(FILE *f, const LedgerHold *h) {
 /* Writes the entries to a new file `name` in dfd, fsynced: created afresh, never through a link. */
 static int write_new_file(const Ledger *l, int dfd, const char *name) {
         _cleanup_fclose_ FILE *f = NULL;
-        int fd;
+        int r = new_file_at(dfd, name, 0600, &f);
 
-        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-        if (fd < 0)
-                return negative_errno();
-        f = fdopen(fd, "w");
-        if (!f) {
-                int r = negative_errno();
-                close(fd);
+        if (r < 0)
                 return r;
-        }
         fprintf(f, "%s\n", LEDGER_HEADER);
         for (size_t i = 0; i < l->n; i++)
                 write_entry(f, &l->entries[i]);

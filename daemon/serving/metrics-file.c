@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "taskq.h"
 #include "util.h"
+#include "new-file.h"
 
 /* Hidden and not *.prom: the collector never reads it. */
 #define METRICS_FILE_TMP "." METRICS_FILE_NAME ".tmp"
@@ -41,21 +42,15 @@ typedef struct FileTask {
 /* The exposition in a new temporary file of dfd, fsynced, readable by the collector's user. */
 static int write_tmp(int dfd, const char *text, size_t size) {
         _cleanup_fclose_ FILE *f = NULL;
-        int fd;
+        int r;
 
         /* What a stop in the middle left there, or a link someone put there: removed, not written through. */
         if (unlinkat(dfd, METRICS_FILE_TMP, 0) < 0 && errno != ENOENT)
                 return negative_errno();
-        fd = openat(dfd, METRICS_FILE_TMP, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
-        if (fd < 0)
-                return negative_errno();
-        f = fdopen(fd, "w");
-        if (!f) {
-                int r = negative_errno();
-                close(fd);
+        r = new_file_at(dfd, METRICS_FILE_TMP, 0644, &f);
+        if (r < 0)
                 return r;
-        }
-        if (fwrite(text, 1, size, f) != size || fflush(f) != 0 || fchmod(fd, 0644) < 0 || fsync(fd) < 0)
+        if (fwrite(text, 1, size, f) != size || fflush(f) != 0 || fchmod(fileno(f), 0644) < 0 || fsync(fileno(f)) < 0)
                 return negative_errno();
         return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
 }
