@@ -1,5 +1,5 @@
 #!/bin/bash
-# vm-fs: ext4
+# vm-fs: ext4 btrfs
 # vm-write-bps: 16777216
 # The write point on a real kernel, side by side in one run: a bulk writer
 # (dd) beside a victim that makes small synchronous writes, on a disk qemu
@@ -7,7 +7,10 @@
 # on the writer at 72 % of the device; mdreclaimd enforcing with the victim
 # protected. Then the writer alone with and without the daemon (it must not
 # be capped when nobody protected stalls), and a kill -9 of the daemon while
-# a cap is applied: the next start restores it.
+# a cap is applied: the next start restores it. Last, on btrfs, SIGTERM while
+# a writer floods the disk and its dirty budget is being enforced: the daemon
+# must exit within 2 s with every throttle restored, whatever its worker is
+# waiting for in the kernel (docs/reliability.md).
 #
 # As "write-point" (the VM suite) the cases are short and what is asserted is
 # what must hold every time: a cap while the victim stalls, none left after a
@@ -172,8 +175,56 @@ grep -E 'cap-writes|lift-cap|restore' /tmp/daemon.log | tail -n 2 | sed 's/ CGRO
 rm -f "$mnt"/bulk "$mnt"/victim
 }
 
+# stop_under_writeback FS: SIGTERM while a writer floods FS beyond its dirty
+# budget (memory.high, written by the worker, reclaims in the worker's own
+# context and waits on writeback) and the victim stalls (io.max caps); twice.
+throttled() { [ "$(cat "$wcg/memory.high")" != max ] || grep -q wbps= "$wcg/io.max"; }
+stop_under_writeback() {
+    local fs=$1 mnt=/mnt/$1 round pid p t0 took high wmax rc
+    echo "==== stop within 2 s under writeback on $fs"
+    printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\nDirtyLimit=32M\n' \
+        > "$conf/etc/mdreclaim/policies.d/writer.conf"
+    for round in 1 2; do
+        : > /tmp/daemon.log
+        start_daemon
+        in_cgroup "$wcg" timeout 40 dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+        writer=$!
+        in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 40 "victim (stop test)" > /dev/null &
+        pid=$!
+        # A throttle in force, then a moment for the worker to be inside it.
+        wait_for 30 throttled
+        high=$(cat "$wcg/memory.high")
+        note "$fs round $round: before the stop memory.high $high, io.max '$(cat "$wcg/io.max")', dirty $(mib "$(memstat "$wcg" file_dirty)") MiB, writeback $(mib "$(memstat "$wcg" file_writeback)") MiB"
+        check "$fs round $round: a throttle was in force before the stop" throttled
+        sleep 1.5
+        t0=$(date +%s%N)
+        kill -TERM "$daemon_pid"
+        rc=0
+        wait "$daemon_pid" || rc=$?
+        took=$(( ($(date +%s%N) - t0) / 1000000 ))
+        daemon_pid=
+        note "$fs round $round: the daemon exited ${took} ms after SIGTERM"
+        check_cmp "$fs round $round: exit within 2 s of SIGTERM under writeback (ms)" "$took" -le 2000
+        check_cmp "$fs round $round: exit status" "$rc" -eq 0
+        check "$fs round $round: memory.high restored" test "$(cat "$wcg/memory.high")" = max
+        wmax=$(wbps_now)
+        check "$fs round $round: io.max restored" test "$wmax" = "" -o "$wmax" = max
+        for p in $(cat "$wcg/cgroup.procs" "$vcg/cgroup.procs"); do kill -KILL "$p" 2>/dev/null; done
+        wait "$writer" "$pid" 2>/dev/null
+        rm -f "$mnt/bulk" "$mnt/victim"
+        sync
+    done
+    grep -E 'stop|restor|abandon' /tmp/daemon.log | tail -n 4 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+}
+
 for f in $MDR_FS; do
     one_fs "$f"
     [ "$bench" = 1 ] || break
 done
+case " $MDR_FS " in
+*" btrfs "*)
+    mnt=/mnt/btrfs
+    devno=$(cat "/sys/class/block/$(basename "$(findmnt -no SOURCE "$mnt")")/dev")
+    stop_under_writeback btrfs ;;
+esac
 finish
