@@ -2,6 +2,9 @@
 #include "new-file.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -18,4 +21,43 @@ int new_file_at(int dfd, const char *name, mode_t mode, FILE **ret) {
         TAKE_FD(fd);
         *ret = f;
         return 0;
+}
+
+static int write_synced(int dfd, const char *name, mode_t mode, int (*write)(FILE *f, void *userdata),
+                        void *userdata) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r = new_file_at(dfd, name, mode, &f);
+
+        if (r < 0)
+                return r;
+        r = write(f, userdata);
+        if (r < 0)
+                return r;
+        if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+                return negative_errno();
+        return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
+}
+
+int file_replace(const char *path, mode_t mode, int (*write)(FILE *f, void *userdata), void *userdata) {
+        _cleanup_free_ char *dir = NULL, *tmp = NULL;
+        _cleanup_close_ int dfd = -1;
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+        int r;
+
+        dir = slash ? strndup(path, MAX((size_t) (slash - path), (size_t) 1)) : strdup(".");
+        if (!dir || asprintf(&tmp, "%s.tmp", base) < 0)
+                return -ENOMEM;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        r = write_synced(dfd, tmp, mode, write, userdata);
+        if (r >= 0 && renameat(dfd, tmp, dfd, base) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                (void) unlinkat(dfd, tmp, 0);
+                return r;
+        }
+        return fsync(dfd) < 0 ? negative_errno() : 0;
 }

@@ -388,6 +388,93 @@ static void test_forget_failed_cap(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB); /* tried again from scratch */
 }
 
+/* GuardRate=: capped from the first tick the protected cgroup does io, before any stall. */
+static void test_guard_caps_before_a_stall(void **s) {
+        const WpAction *a;
+
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        a = must(WP_SET_CAP, 2);
+        assert_int_equal(a->value, 16 * MIB * 7 / 10);
+        assert_non_null(strstr(a->reason, "GuardRate"));
+        assert_int_equal(a->protected_id, 1);
+        /* The small writer, at a twentieth of the heaviest, is left alone. */
+        assert_null(find(WP_SET_CAP, 3));
+        /* Held there while nothing changes: a guard only sets the first cap. */
+        decide(2 * SEC);
+        decide(5 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        cg[0].io_stall_ppm = 500000;
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 4 * 3);
+        cg[0].io_stall_ppm = 1000;
+        /* The capacity estimate drifts up with the bursts a busy device lets through: the
+         * creep still stops where the guard began. */
+        dev[0].capacity = 24 * MIB;
+        for (uint64_t t = 3; t < 12; t++)
+                decide(t * SEC);
+        /* Back up while the victim does not stall, but never past GuardRate=. */
+        assert_int_equal(state.caps[0].wbps, level);
+        assert_int_equal(state.n_caps, 1);
+}
+
+static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        assert_int_equal(state.n_caps, 1);
+        victim_dev[0].wbytes_per_sec = 0;
+        decide(5 * SEC);
+        assert_null(find(WP_LIFT_CAP, 2));
+        decide(11 * SEC);   /* no io for the 10 s hold time */
+        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_int_equal(state.n_caps, 0);
+        /* The writer alone is not capped again. */
+        decide(12 * SEC);
+        decide(13 * SEC);
+        assert_int_equal(state.n_caps, 0);
+}
+
+/* A dd fills the page cache before its first write reaches a device: its dirty data is enough. */
+static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
+        st.guard_rate_ppm = 700000;
+        writer_dev[0].wbytes_per_sec = 0;
+        cg[1].n_devices = 0;
+        cg[1].dirty = 64 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(WP_SET_CAP, 2)->major, 8);
+}
+
+/* A fresh daemon knows no capacity yet: the device's completed rate sizes the guard; nothing, no guard. */
+static void test_guard_without_capacity(void **s) {
+        st.guard_rate_ppm = 700000;
+        dev[0].capacity = 0;
+        dev[0].write_rate = 10 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 7 * MIB);
+        setup(s);
+        st.guard_rate_ppm = 700000;
+        dev[0].capacity = 0;
+        dev[0].write_rate = 0;
+        decide(1 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+static void test_guard_leaves_a_trickle_alone(void **s) {
+        st.guard_rate_ppm = 700000;
+        writer_dev[0].wbytes_per_sec = MIB / 2;
+        other_dev[0].wbytes_per_sec = MIB / 4;
+        decide(1 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
 static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/a/b", "/a"));
         assert_true(cgroup_path_is_below("/a", "/a"));
@@ -414,6 +501,12 @@ int main(void) {
                 cmocka_unit_test_setup(test_global_guard, setup),
                 cmocka_unit_test_setup(test_writeback_only_with_headroom, setup),
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
+                cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
+                cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
+                cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
+                cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
+                cmocka_unit_test_setup(test_guard_without_capacity, setup),
+                cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,6 +160,17 @@ if [ "$bench" = 1 ]; then
 fi
 cases="$cases mdreclaimd"
 
+# First the writer alone, with and without the daemon: the daemon learns the
+# device's capacity there (saved in its state directory, as a daemon that has
+# run on the host before would know it).
+echo "== the writer alone: kernel, then mdreclaimd (nobody protected stalls)"
+writer_alone writer-kernel
+rm -f "$state/devices"
+start_daemon
+writer_alone writer-mdreclaimd
+stop_daemon TERM
+note "device capacities the daemon learnt: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
+
 echo "== mdreclaimd enforcing, victim protected"
 : > /tmp/daemon.log
 start_daemon
@@ -173,11 +184,6 @@ cp /tmp/daemon.log "/tmp/daemon-$fs.log"
 check_cmp "the daemon capped the writer while the victim stalled (events)" "$capped" -gt 0
 check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
 
-echo "== the writer alone: kernel, then mdreclaimd (nobody protected stalls)"
-writer_alone writer-kernel
-start_daemon
-writer_alone writer-mdreclaimd
-stop_daemon TERM
 
 echo "== kill -9 while a cap is applied, then start again"
 : > /tmp/daemon.log
