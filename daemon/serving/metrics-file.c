@@ -16,7 +16,6 @@
 #include "new-file.h"
 
 /* Hidden and not *.prom: the collector never reads it. */
-#define METRICS_FILE_TMP "." METRICS_FILE_NAME ".tmp"
 /* A write() blocked longer than this is interrupted (an fsync is not: it ends when the disk is done). */
 #define METRICS_FILE_BUDGET_USEC (10 * USEC_PER_SEC)
 
@@ -39,34 +38,24 @@ typedef struct FileTask {
 
 /* ---- in the queue's thread ---- */
 
-/* The exposition in a new temporary file of dfd, fsynced, readable by the collector's user. */
-static int write_tmp(int dfd, const char *text, size_t size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
+typedef struct Text {
+        const char *text;
+        size_t size;
+} Text;
 
-        /* What a stop in the middle left there, or a link someone put there: removed, not written through. */
-        if (unlinkat(dfd, METRICS_FILE_TMP, 0) < 0 && errno != ENOENT)
-                return negative_errno();
-        r = new_file_at(dfd, METRICS_FILE_TMP, 0644, &f);
-        if (r < 0)
-                return r;
-        if (fwrite(text, 1, size, f) != size || fflush(f) != 0 || fchmod(fileno(f), 0644) < 0 || fsync(fileno(f)) < 0)
-                return negative_errno();
-        return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
+static int write_text(FILE *f, void *userdata) {
+        const Text *t = userdata;
+
+        return fwrite(t->text, 1, t->size, f) == t->size ? 0 : -EIO;
 }
 
+/* Replaced whole (file_replace: "mdreclaim.prom.tmp" first, which the collector does not read). */
 static int write_file(const char *dir, const char *text, size_t size) {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int r;
+        _cleanup_free_ char *path = NULL;
 
-        if (dfd < 0)
-                return negative_errno();
-        r = write_tmp(dfd, text, size);
-        if (r >= 0 && renameat(dfd, METRICS_FILE_TMP, dfd, METRICS_FILE_NAME) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void) unlinkat(dfd, METRICS_FILE_TMP, 0);
-        return r;
+        if (asprintf(&path, "%s/%s", dir, METRICS_FILE_NAME) < 0)
+                return -ENOMEM;
+        return file_replace(path, 0644, write_text, &(Text) { text, size });
 }
 
 static void remove_file(const char *dir) {

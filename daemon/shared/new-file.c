@@ -2,6 +2,7 @@
 #include "new-file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ static int write_synced(int dfd, const char *name, mode_t mode, int (*write)(FIL
         r = write(f, userdata);
         if (r < 0)
                 return r;
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+        /* The mode asked for, whatever the umask: the metrics textfile is read by another user. */
+        if (fflush(f) != 0 || fchmod(fileno(f), mode) < 0 || fsync(fileno(f)) < 0)
                 return negative_errno();
         return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
 }
