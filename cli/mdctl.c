@@ -83,7 +83,8 @@ static int parse_option(int c, Args *a) {
                 break;
         case ARG_BYTES:
                 if (parse_size(optarg, false, &a->bytes) < 0 || a->bytes == 0)
-                        return usage_error("invalid --bytes '%s': expected a size above 0 (e.g. 64M)", optarg);
+                        return usage_error("invalid --bytes '%s': expected a size above 0 as systemd reads one "
+                                           "(K, M, G, T, P, E upper case, powers of 1024; e.g. 64M)", optarg);
                 a->have_bytes = true;
                 break;
         case 'd': case ARG_DELAY:
