@@ -178,29 +178,25 @@ static int cv_bool(const char *v, void *dest, uint64_t min) {
         return parse_bool(v, dest);
 }
 
-static int cv_size(const char *v, void *dest, uint64_t min) {
+static int size_at_least(const char *v, bool allow_max, uint64_t min, uint64_t *dest) {
         uint64_t u;
-        int r = parse_size(v, false, &u);
+        int r = parse_size(v, allow_max, &u);
 
         if (r < 0)
                 return r;
         if (u < min)
                 return -EDOM;
-        *(uint64_t *) dest = u;
+        *dest = u;
         return 0;
+}
+
+static int cv_size(const char *v, void *dest, uint64_t min) {
+        return size_at_least(v, false, min, dest);
 }
 
 /* A size, or max (none). */
 static int cv_size_or_max(const char *v, void *dest, uint64_t min) {
-        uint64_t u;
-        int r = parse_size(v, true, &u);
-
-        if (r < 0)
-                return r;
-        if (u < min)
-                return -EDOM;
-        *(uint64_t *) dest = u;
-        return 0;
+        return size_at_least(v, true, min, dest);
 }
 
 /* A size of at least min, or a percentage above 0% when there is a minimum. */
