@@ -40,6 +40,15 @@ static uint64_t bytes_of(const SizeOrPercent *v, uint64_t base) {
         return v->is_percent ? ppm_of(base, v->ppm) : v->bytes;
 }
 
+/* DirtyLimit= and DirtyBackground= in bytes on this cgroup; a percentage never comes to less than a size may be. */
+static uint64_t dirty_limit_bytes(const WpCgroup *c) {
+        return MAX(bytes_of(&c->policy->dirty_limit, c->memory_limit), POLICY_DIRTY_LIMIT_MIN);
+}
+
+static uint64_t dirty_background_bytes(const WpCgroup *c) {
+        return MAX(bytes_of(&c->policy->dirty_background, c->memory_limit), POLICY_DIRTY_BACKGROUND_MIN);
+}
+
 uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct) {
         uint64_t nonfile = c->memory_current > c->file ? c->memory_current - c->file : 0;
         uint32_t ratio = dirty_ratio_pct ? dirty_ratio_pct : 20;
@@ -247,7 +256,7 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
         uint64_t base = dev && dev->capacity ? dev->capacity : rate;
 
         if (w->policy->write_rate_min.set)
-                return MAX(bytes_of(&w->policy->write_rate_min, base), UINT64_C(1));
+                return MAX(bytes_of(&w->policy->write_rate_min, base), POLICY_WRITE_RATE_MIN_MIN);
         return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
 }
 
@@ -511,7 +520,7 @@ static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePo
 }
 
 static uint64_t background_of(const WpCgroup *c, uint64_t limit) {
-        return c->policy->dirty_background.set ? bytes_of(&c->policy->dirty_background, c->memory_limit) : limit / 2;
+        return c->policy->dirty_background.set ? dirty_background_bytes(c) : limit / 2;
 }
 
 static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
@@ -523,7 +532,7 @@ static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, W
 
                 if (!c->policy->dirty_limit.set || !c->have_memory)
                         continue;
-                limit = bytes_of(&c->policy->dirty_limit, c->memory_limit);
+                limit = dirty_limit_bytes(c);
                 if (!b && c->dirty > limit)
                         set_budget(c, limit, false, "over DirtyLimit", st, state, plan);
                 else if (b && !b->guard && b->limit != limit && c->dirty >= background_of(c, limit))
@@ -575,7 +584,7 @@ static void decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, Wri
                         if (!big)
                                 break;
                         set_budget(big, big->policy->dirty_limit.set ?
-                                   MIN(bytes_of(&big->policy->dirty_limit, big->memory_limit), big->dirty / 2) :
+                                   MIN(dirty_limit_bytes(big), big->dirty / 2) :
                                    big->dirty / 2, true, "host near its dirty threshold", st, state, plan);
                 }
         else if (st->host_dirty < stop)
@@ -601,7 +610,7 @@ static void decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, 
                 WpAction *a;
 
                 if (!c->policy->dirty_background.set || !c->have_memory || writeback_inflight(state, c->id) ||
-                    c->dirty <= bytes_of(&c->policy->dirty_background, c->memory_limit) ||
+                    c->dirty <= dirty_background_bytes(c) ||
                     state->n_writeback_inflight >= WP_BUDGETS_MAX)
                         continue;
                 for (size_t d = 0; d < c->n_devices && headroom; d++) {

@@ -213,6 +213,22 @@ static void record_policy_change(EventLog *events, const PolicyJob *j, const Pol
                       j->change->remove ? "" : ": ", j->change->remove ? "" : q->summary);
 }
 
+/* The file, and what the policy does now that the configuration is reloaded with it. */
+static int reply_policy_changed(Api *s, sd_bus_message *msg, const PolicyJob *j) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        int k;
+
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "s", j->path);
+        if (k >= 0)
+                k = api_append_policy_outcome(r, s->manager, j->change->name);
+        if (k < 0)
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_FAILED, "%s was written and is in force, but the "
+                                                  "answer could not be built: %s", j->path, strerror(-k));
+        return sd_bus_send(NULL, r, NULL);
+}
+
 static void on_policy_done(PolicyJob *j, void *userdata) {
         Api *s = userdata;
         PolicyRequest *q = j->userdata;
@@ -226,7 +242,7 @@ static void on_policy_done(PolicyJob *j, void *userdata) {
                                                           "(see the journal); the running one stays in force",
                                                           j->path);
                 else
-                        (void) sd_bus_reply_method_return(q->msg, "s", j->path);
+                        (void) reply_policy_changed(s, q->msg, j);
         } else {
                 if (j->result == -EINVAL)
                         name = BUS_ERROR_INVALID_POLICY;

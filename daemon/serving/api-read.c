@@ -14,8 +14,10 @@
 #include "api.h"
 #include "build-config.h"
 #include "bus-reply.h"
+#include "nearest.h"
 #include "policy-format.h"
 #include "policy-store.h"
+#include "unit-name.h"
 #include "util.h"
 
 static int append_policy_keys(sd_bus_message *r) {
@@ -204,6 +206,72 @@ static size_t policy_cgroups(const Observer *o, const Policy *p, const char **pa
                 n++;
         }
         return n;
+}
+
+/* The unit names nearest to the first literal Match= pattern that has any: what the caller may have meant. */
+static void nearest_units(const Observer *o, const Policy *p, NearestNames *ret) {
+        nearest_names_init(ret, "");
+        for (size_t i = 0; i < p->n_matches && ret->n == 0; i++) {
+                const char *pat = p->matches[i].pattern;
+                const char *want = pat[0] == '/' ? cgroup_path_unit(pat) : pat;
+
+                if (!want || strpbrk(pat, "*?["))
+                        continue;
+                nearest_names_init(ret, want);
+                for (size_t k = 0; k < o->cgroups.n; k++) {
+                        const CgEntry *e = &o->cgroups.entries[k];
+                        if (!e->gone && e->unit)
+                                nearest_names_offer(ret, e->unit);
+                }
+        }
+}
+
+/* The first cgroup the policy's patterns match that another policy governs (a more specific match), and how many. */
+static size_t policy_shadowed(const Observer *o, const Policy *p, const CgEntry **ret_first) {
+        size_t n = 0;
+
+        *ret_first = NULL;
+        for (size_t i = 0; i < o->cgroups.n; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                if (e->gone || !e->policy || e->policy == p || policy_match_score(p, e->cg->path, e->unit) == 0)
+                        continue;
+                if (n++ == 0)
+                        *ret_first = e;
+        }
+        return n;
+}
+
+int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *name) {
+        const char *paths[API_OUTCOME_PATHS_MAX];
+        const Policy *p = NULL;
+        const CgEntry *first;
+        NearestNames near;
+        size_t n, shadowed;
+        int k;
+
+        for (size_t i = 0; i < m->config->n_policies && !p; i++)
+                if (streq(m->config->policies[i]->name, name))
+                        p = m->config->policies[i];
+        k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k < 0 || !p)        /* removed: nothing governed by it to tell */
+                return k < 0 ? k : sd_bus_message_close_container(r);
+        n = policy_cgroups(m->observer, p, paths, ELEMENTSOF(paths));
+        shadowed = policy_shadowed(m->observer, p, &first);
+        if (n == 0)
+                nearest_units(m->observer, p, &near);
+        if ((k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode))) < 0 ||
+            (k = sd_bus_message_append(r, "{sv}", "mode_default", "b", (int) (p->mode_line == 0))) < 0 ||
+            (k = bus_dict_u64(r, "cgroups", n)) < 0 ||
+            (k = bus_dict_strv(r, "cgroup_paths", paths, MIN(n, ELEMENTSOF(paths)))) < 0)
+                return k;
+        if (shadowed > 0 &&
+            ((k = bus_dict_u64(r, "shadowed", shadowed)) < 0 ||
+             (k = bus_dict_str(r, "shadowed_path", first->cg->path)) < 0 ||
+             (k = bus_dict_str(r, "shadowed_by", first->policy->name)) < 0))
+                return k;
+        if (n == 0 && (k = bus_dict_strv(r, "nearest_units", near.names, near.n)) < 0)
+                return k;
+        return sd_bus_message_close_container(r);
 }
 
 static int append_matches(sd_bus_message *r, const Policy *p) {

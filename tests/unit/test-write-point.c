@@ -331,6 +331,41 @@ static void test_dirty_budget_with_hysteresis(void **s) {
         assert_non_null(find(WP_SET_BUDGET, 2));
 }
 
+/* A percentage that comes to less than the minimum a size may be counts as that minimum. */
+static void test_percentages_never_under_the_minimums(void **s) {
+        const WpAction *a;
+
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 1000 };  /* ~1 MiB */
+        cg[1].dirty = 6 * MIB;
+        decide(1 * SEC);
+        assert_null(find(WP_SET_BUDGET, 2));
+        cg[1].dirty = 9 * MIB;
+        decide(2 * SEC);
+        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(a->value, 20 * MIB + POLICY_DIRTY_LIMIT_MIN * 100 / 20);
+        assert_non_null(strstr(a->reason, "over 8388608 bytes"));
+        /* Held down to the background minimum, not to the ~0.5 MiB a percentage would give. */
+        writer_policy.dirty_background = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 500 };
+        cg[1].dirty = 5 * MIB;
+        decide(3 * SEC);
+        assert_null(find(WP_LIFT_BUDGET, 2));
+        cg[1].dirty = 3 * MIB;
+        decide(4 * SEC);
+        assert_non_null(find(WP_LIFT_BUDGET, 2));
+
+}
+
+/* A write floor in percent that comes to next to nothing: never under 1 MiB/s. */
+static void test_write_floor_never_under_the_minimum(void **s) {
+        writer_policy.write_rate_min = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 1 };
+        cg[0].io_stall_ppm = 900000;
+        for (int t = 1; t < 30; t++) {
+                decide((uint64_t) t * SEC);
+                cg[0].io_stall_ppm = MAX(cg[0].io_stall_ppm / 5 * 4, 101000u);
+        }
+        assert_int_equal(state.caps[0].wbps, POLICY_WRITE_RATE_MIN_MIN);
+}
+
 static void test_global_guard(void **s) {
         /* Nobody protected doing io: a lone writer is left alone. */
         victim_dev[0].wbytes_per_sec = 0;
@@ -498,6 +533,8 @@ int main(void) {
                 cmocka_unit_test_setup(test_observe_mode_is_marked, setup),
                 cmocka_unit_test_setup(test_gone_writer_is_lifted, setup),
                 cmocka_unit_test_setup(test_dirty_budget_with_hysteresis, setup),
+                cmocka_unit_test_setup(test_percentages_never_under_the_minimums, setup),
+                cmocka_unit_test_setup(test_write_floor_never_under_the_minimum, setup),
                 cmocka_unit_test_setup(test_global_guard, setup),
                 cmocka_unit_test_setup(test_writeback_only_with_headroom, setup),
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
