@@ -83,19 +83,19 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_u64(r, "started_realtime_usec", api_of(c)->started_realtime_usec);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
+        k = bus_dict_name(r, "cgroup_root", m->observer->root->path);
         if (k < 0)
                 return k;
         k = sd_bus_message_append(r, "{sv}", "cgroup_root_is_cgroup2", "b", (int) m->observer->root->is_cgroup2);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
+        k = bus_dict_name(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "control_socket", c->transport->path);
+        k = bus_dict_name(r, "control_socket", c->transport->path);
         if (k < 0)
                 return k;
-        k = bus_dict_strv(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
+        k = bus_dict_namev(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
         if (k < 0)
                 return k;
         if (group && (k = bus_dict_str(r, "admin_group", group)) < 0)
@@ -279,7 +279,7 @@ static int append_matches(sd_bus_message *r, const Policy *p) {
 
         for (size_t i = 0; i < p->n_matches && i < POLICY_MATCH_MAX; i++)
                 v[i] = p->matches[i].pattern;
-        return bus_dict_strv(r, "matches", v, MIN(p->n_matches, (size_t) POLICY_MATCH_MAX));
+        return bus_dict_namev(r, "matches", v, MIN(p->n_matches, (size_t) POLICY_MATCH_MAX));
 }
 
 static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
@@ -288,7 +288,7 @@ static int append_policy_brief(sd_bus_message *r, const Observer *o, const Polic
         k = bus_dict_str(r, "name", p->name);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "file", p->file);
+        k = bus_dict_name(r, "file", p->file);
         if (k < 0)
                 return k;
         k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode));
@@ -391,7 +391,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         k = append_policy_brief(r, m->observer, p);
         if (k < 0)
                 return k;
-        k = bus_dict_strv(r, "cgroup_paths", paths, n);
+        k = bus_dict_namev(r, "cgroup_paths", paths, n);
         if (k < 0)
                 return k;
         k = append_settings(r, p, &m->config->daemon);
@@ -465,13 +465,13 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
         char dev[32];
         int k;
 
-        k = bus_dict_str(r, "path", t->path);
+        k = bus_dict_name(r, "path", t->path);
         if (k < 0)
                 return k;
         k = bus_dict_u64(r, "id", t->cgroup_id);
         if (k < 0)
                 return k;
-        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+        if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
         k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
         if (k < 0 || t->kind != THROTTLE_IO_WBPS)
@@ -502,10 +502,10 @@ static int throttle_story(sd_bus_message *r, Manager *m, const ThrottleEntry *t)
                 return k;
         if (t->since_usec && (k = bus_dict_u64(r, "since_realtime_usec", t->since_usec)) < 0)
                 return k;
-        k = bus_dict_str(r, "reason", request_texts(t, false, text, sizeof(text)));
+        k = bus_dict_name(r, "reason", request_texts(t, false, text, sizeof(text)));
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "lifts_when", request_texts(t, true, text, sizeof(text)));
+        k = bus_dict_name(r, "lifts_when", request_texts(t, true, text, sizeof(text)));
         if (k < 0 || !h)
                 return k;
         return bus_dict_u64(r, "released_until_usec", h->until_usec);
@@ -518,10 +518,10 @@ static int append_release(sd_bus_message *r, Manager *m, const LedgerHold *h) {
         int k;
 
         snprintf(reason, sizeof(reason), "released by %s", h->who);
-        k = bus_dict_str(r, "path", h->path);
+        k = bus_dict_name(r, "path", h->path);
         if (k < 0)
                 return k;
-        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+        if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
         k = bus_dict_u64(r, "since_realtime_usec", h->since_usec);
         if (k < 0)

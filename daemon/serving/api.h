@@ -84,7 +84,7 @@ const char *api_config_root(const Api *a);
 bool api_caller_is_admin(BusConnection *c);
 /* 0 if the caller may `what`; otherwise AccessDenied, saying who may. */
 int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
-/* A unit name or cgroup path to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
+/* A unit name or cgroup path, in the escaped form of names, to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
 int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
 /*
  * What a policy change did, as an a{sv} appended to r (docs/control-api.md,
