@@ -312,6 +312,13 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         cap->no_gain++;
                 }
                 want = cap->wbps / 4 * 3;
+                /* Under a guard, one step below it at most: the guard is what the operator
+                 * gives writers beside an active protected cgroup, and every step further
+                 * was measured to cost the writer more than it gave the victim. */
+                if (cap->guard_wbps)
+                        want = MAX(want, cap->guard_wbps / 4 * 3);
+                if (want >= cap->wbps)
+                        return;
         } else if (guard) {
                 want = guard_level(dev, st);
                 if (want == 0)
@@ -386,7 +393,8 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
 
         for (size_t i = 0; i < n; i++) {
-                uint64_t r = guard ? guard_weight(&cg[i], s, dev) : device_rate_of(&cg[i], s->major, s->minor);
+                uint64_t r = st->guard_rate_ppm ? guard_weight(&cg[i], s, dev) :
+                             device_rate_of(&cg[i], s->major, s->minor);
                 if (r == 0 || !may_cap(&cg[i], s->victim))
                         continue;
                 for (size_t k = 0; k < WP_CAPPED_PER_DEVICE; k++)
@@ -399,9 +407,12 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                         }
         }
         /* Writers at a tenth or less of the heaviest one are not what hurts. */
+        /* Guarding, a writer's first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, top_rate[k], guard, st, now, state, plan);
+                        cap_writer(top[k], s, dev, top_rate[k],
+                                   guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
+                                   st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {

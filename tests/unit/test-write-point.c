@@ -460,6 +460,21 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
         assert_int_equal(state.n_caps, 1);
 }
 
+/* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
+static void test_guard_steps_down_once_at_most(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_stall_ppm = 900000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        for (uint64_t t = 2; t < 10; t++) {
+                cg[0].io_stall_ppm = (uint32_t) (900000 - t * 1000);
+                decide(t * SEC);
+        }
+        assert_int_equal(state.caps[0].wbps, level / 4 * 3);
+}
+
 static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
@@ -540,6 +555,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
                 cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
+                cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
