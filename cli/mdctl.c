@@ -44,6 +44,8 @@ static void help(void) {
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
                "  events [--follow]             recent events (actions and decisions)\n"
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
+               "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
+               "                                host) over the last hour, or the last TIME\n"
                "  reload                        reread the configuration\n"
                "\n"
                "Options:\n"
@@ -61,7 +63,7 @@ static void help(void) {
 
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
-        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_SINCE,
 };
 
 static int parse_option(int c, Args *a) {
@@ -104,6 +106,11 @@ static int parse_option(int c, Args *a) {
                 a->have_for = true;
                 break;
         case ARG_ALL: a->all = true; break;
+        case ARG_SINCE:
+                if (parse_duration(optarg, &a->since_usec) < 0 || a->since_usec == 0)
+                        return usage_error("invalid --since '%s': expected a duration above 0 (e.g. 15min)", optarg);
+                a->have_since = true;
+                break;
         default:
                 return usage_error("unknown option");
         }
@@ -124,6 +131,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "iterations", required_argument, NULL, 'n' },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
+                { "since", required_argument, NULL, ARG_SINCE },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {}
@@ -173,7 +181,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
-        OPT_RELEASE = 1 << 5,
+        OPT_RELEASE = 1 << 5, OPT_SINCE = 1 << 6,
 };
 
 typedef struct Verb {
@@ -196,16 +204,18 @@ static const Verb verbs[] = {
         { "reload", 0, 0, 0, verb_reload },
         { "throttles", 0, 0, 0, verb_throttles },
         { "release", 0, 1, OPT_RELEASE, verb_release },
+        { "history", 1, 1, OPT_SINCE, verb_history },
 };
 
 static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
+                { OPT_SINCE, "--since" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
-                        (a->have_for || a->all ? OPT_RELEASE : 0);
+                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_since ? OPT_SINCE : 0);
 
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))

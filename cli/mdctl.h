@@ -32,6 +32,8 @@ typedef struct Args {
         bool all;               /* release --all */
         bool have_for;
         uint64_t for_usec;      /* release --for */
+        bool have_since;
+        uint64_t since_usec;    /* history --since: how far back */
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;
@@ -62,6 +64,7 @@ int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
 int verb_metrics(sd_bus *bus, const Args *a);
 int verb_throttles(sd_bus *bus, const Args *a);
+int verb_history(sd_bus *bus, const Args *a);
 int verb_release(sd_bus *bus, const Args *a);
 /* Checks `release UNIT | --all` before connecting. */
 int check_release_args(const Args *a);

@@ -125,6 +125,26 @@ static int cv_top_cgroups(const char *v, void *dest) {
         return 0;
 }
 
+static int cv_history_samples(const char *v, void *dest) {
+        uint64_t u;
+        int r = parse_uint_range(v, 0, HISTORY_SAMPLES_MAX, &u);
+
+        if (r < 0)
+                return r;
+        *(uint32_t *) dest = (uint32_t) u;
+        return 0;
+}
+
+static int cv_history_cgroups(const char *v, void *dest) {
+        uint64_t u;
+        int r = parse_uint_range(v, 0, HISTORY_CGROUPS_MAX, &u);
+
+        if (r < 0)
+                return r;
+        *(uint32_t *) dest = (uint32_t) u;
+        return 0;
+}
+
 static const char *const top_by_names[_METRICS_TOP_MAX] = {
         [METRICS_TOP_MEMORY] = "memory",
         [METRICS_TOP_DIRTY] = "dirty",
@@ -255,9 +275,13 @@ static const ConfKeyDef daemon_keys[] = {
           "an absolute path without spaces, or nothing" },
         { "Metrics", "TextfileInterval", cv_textfile_interval,
           offsetof(DaemonSettings, metrics.textfile_interval_usec), "a duration between 1s and 1h (e.g. 15s)" },
+        { "History", "Samples", cv_history_samples, offsetof(DaemonSettings, history_samples),
+          "a number of samples from 0 (no history) to 86400" },
+        { "History", "Cgroups", cv_history_cgroups, offsetof(DaemonSettings, history_cgroups),
+          "a number of cgroups from 0 to 256" },
 };
 
-static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", NULL };
+static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", "History", NULL };
 
 static const ConfKeyDef policy_keys[] = {
         { "Policy", "Mode", cv_mode, offsetof(Policy, mode), "off, observe or enforce" },
@@ -727,6 +751,8 @@ static void config_defaults(DaemonSettings *d) {
                 .log_level = LOG_INFO,
                 .metrics = { .top_cgroups = METRICS_TOP_CGROUPS_DEFAULT, .top_by = METRICS_TOP_MEMORY,
                              .textfile_interval_usec = METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC },
+                .history_samples = HISTORY_SAMPLES_DEFAULT,
+                .history_cgroups = HISTORY_CGROUPS_DEFAULT,
         };
 }
 
