@@ -354,6 +354,16 @@ int history_write_file(const History *h, const char *dir) {
         return r;
 }
 
+int history_remove_file(const char *dir) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (unlinkat(dfd, HISTORY_FILE_NAME, 0) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        return 1;
+}
+
 int history_read_file(History *h, const char *dir) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int fd = -1;

@@ -85,5 +85,7 @@ int history_load(History *h, FILE *f);
 
 /* Writes the history to dir/HISTORY_FILE_NAME atomically (a new temporary file renamed over it). */
 int history_write_file(const History *h, const char *dir);
+/* Removes dir/HISTORY_FILE_NAME (the history is off): 1 if there was one, 0 if not, or negative errno. */
+int history_remove_file(const char *dir);
 /* Reads dir/HISTORY_FILE_NAME into the empty `h`; 0 also when there is none. Errors as history_load(). */
 int history_read_file(History *h, const char *dir);

@@ -248,8 +248,15 @@ static void manager_load_history(Manager *m) {
         const char *dir = manager_state_dir(m);
         int r;
 
-        if (m->config->daemon.history_samples == 0)
+        if (m->config->daemon.history_samples == 0) {
+                /* Off: what an earlier run kept is not left behind to look current. */
+                r = history_remove_file(dir);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot remove %s/%s: %m", dir, HISTORY_FILE_NAME);
+                else if (r > 0)
+                        log_info("[History] Samples=0: the sample history %s/%s is removed", dir, HISTORY_FILE_NAME);
                 return;
+        }
         r = history_new(m->config->daemon.history_samples, m->config->daemon.history_cgroups, &m->history);
         if (r < 0) {
                 log_error_errno(r, "Cannot keep a sample history: %m");
