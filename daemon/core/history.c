@@ -63,6 +63,7 @@ static void history_empty(History *h) {
                 track_clear(&h->tracks[i]);
         h->n_tracks = 0;
         h->host.oldest = h->host.n = 0;
+        h->host.cursor.valid = false;
 }
 
 History *history_free(History *h) {
@@ -86,6 +87,12 @@ static HistoryTrack *find_track(History *h, const char *path) {
 
 const HistoryTrack *history_find(const History *h, const char *path) {
         return find_track((History *) h, path);
+}
+
+HistoryCursor *history_cursor(History *h, const char *path) {
+        HistoryTrack *t = find_track(h, path);
+
+        return t ? &t->cursor : NULL;
 }
 
 const HistorySample *history_track_get(const History *h, const HistoryTrack *t, size_t i) {
@@ -144,6 +151,7 @@ static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTra
         }
         t->path = TAKE_PTR(copy);
         t->oldest = t->n = 0;
+        t->cursor.valid = false;
         *ret = t;
         return 0;
 }

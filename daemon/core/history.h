@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "conf.h"
+#include "sampler.h"
 
 #define HISTORY_FILE_NAME "history"
 #define HISTORY_FILE_VERSION 1
@@ -37,8 +38,21 @@ typedef struct HistorySample {
         uint64_t wbps_cap;              /* the lowest io.max wbps= the daemon holds on the cgroup */
 } HistorySample;
 
+/*
+ * The counters a track's newest sample was derived from, so that the next
+ * covers everything since (a PSI wake-up may sample a cgroup between two
+ * ticks). Kept in memory only: the first sample after a start has none.
+ */
+typedef struct HistoryCursor {
+        bool valid;
+        uint64_t monotonic_usec;        /* when those counters were read */
+        CgroupSample cgroup;            /* a cgroup's track */
+        SystemSample system;            /* the host's */
+} HistoryCursor;
+
 typedef struct HistoryTrack {
         char *path;                     /* the cgroup, relative to the cgroup root; NULL: the host */
+        HistoryCursor cursor;
         HistorySample *ring;            /* `capacity` slots */
         size_t oldest;                  /* slot of the oldest sample */
         size_t n;                       /* samples held */
@@ -62,6 +76,8 @@ static inline void history_freep(History **h) {
 
 /* The track of `path` (NULL: the host's), or NULL if it has none. */
 const HistoryTrack *history_find(const History *h, const char *path);
+/* The cursor of the track of `path` (NULL: the host's), or NULL if it has none. */
+HistoryCursor *history_cursor(History *h, const char *path);
 /* The i-th oldest sample of a track (i < t->n). */
 const HistorySample *history_track_get(const History *h, const HistoryTrack *t, size_t i);
 /*
