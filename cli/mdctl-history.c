@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* history UNIT [--since DURATION]: the daemon's sample history of a cgroup (or the host, "/"), GetHistory. */
+/*
+ * history UNIT [--since DURATION]: the daemon's sample history of a cgroup
+ * (or the host, "/"), GetHistory; and its reading, which plot shares.
+ */
 #include "mdctl.h"
 
 #include <inttypes.h>
@@ -14,27 +17,37 @@
 #define SAMPLE_SIGNATURE "ttttttttttt"
 #define NONE UINT64_MAX
 
-/* A sample's figures, in the order of the reply. */
-enum {
-        ROW_TIME, ROW_INTERVAL, ROW_MEMORY, ROW_FILE, ROW_DIRTY, ROW_SLAB, ROW_MEMORY_STALL, ROW_IO_STALL,
-        ROW_WRITE_RATE, ROW_HIGH, ROW_WBPS, _ROW_MAX,
-};
-
-typedef struct HistoryRow {
-        uint64_t v[_ROW_MAX];
-} HistoryRow;
-
-/* Their JSON names. */
-static const char *const row_names[_ROW_MAX] = {
+/* The JSON names of a sample's figures. */
+static const char *const row_names[_HROW_MAX] = {
         "realtime_usec", "interval_usec", "memory_bytes", "file_bytes", "dirty_bytes", "slab_reclaimable_bytes",
         "memory_stall_usec", "io_stall_usec", "write_rate", "memory_high", "wbps_cap",
 };
 
-static int row_read(sd_bus_message *m, HistoryRow *h) {
-        uint64_t *v = h->v;
+int history_next(sd_bus_message *reply, HistoryRow *ret) {
+        uint64_t *v = ret->v;
+        int r = sd_bus_message_read(reply, "(" SAMPLE_SIGNATURE ")", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                                    &v[6], &v[7], &v[8], &v[9], &v[10]);
 
-        return sd_bus_message_read(m, "(" SAMPLE_SIGNATURE ")", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                                   &v[7], &v[8], &v[9], &v[10]);
+        return r < 0 ? client_fail("cannot read the history", r) : r;
+}
+
+int history_get(sd_bus *bus, const Args *a, const char *unit, sd_bus_message **ret, const char **ret_path,
+                bool *ret_truncated) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t since = a->have_since ? u64_delta(now_usec(CLOCK_REALTIME), a->since_usec) : 0;
+        int truncated, r;
+
+        r = client_call_raw(bus, "cannot get the history", "GetHistory", &reply, "st", unit, since);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "sb", ret_path, &truncated);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(" SAMPLE_SIGNATURE ")");
+        if (r < 0)
+                return client_fail("cannot read the history", r);
+        *ret_truncated = truncated;
+        *ret = TAKE_PTR(reply);
+        return 0;
 }
 
 static const char *cell_bytes(char buf[static FORMAT_SIZE_MAX], uint64_t v, const char *none) {
@@ -65,18 +78,19 @@ static void row_print(const HistoryRow *h) {
 
         const uint64_t *v = h->v;
 
-        printf("%-8s %7s %7s %7s %7s %6s %6s %7s %7s %7s\n", cell_clock(t, v[ROW_TIME]),
-               cell_bytes(mem, v[ROW_MEMORY], "-"), cell_bytes(file, v[ROW_FILE], "-"),
-               cell_bytes(dirty, v[ROW_DIRTY], "-"), cell_bytes(slab, v[ROW_SLAB], "-"),
-               cell_stall(ms, v[ROW_MEMORY_STALL], v[ROW_INTERVAL]), cell_stall(io, v[ROW_IO_STALL], v[ROW_INTERVAL]),
-               v[ROW_INTERVAL] ? cell_bytes(wr, v[ROW_WRITE_RATE], "-") : "-", cell_bytes(high, v[ROW_HIGH], "max"),
-               cell_bytes(wbps, v[ROW_WBPS], "-"));
+        printf("%-8s %7s %7s %7s %7s %6s %6s %7s %7s %7s\n", cell_clock(t, v[HROW_TIME]),
+               cell_bytes(mem, v[HROW_MEMORY], "-"), cell_bytes(file, v[HROW_FILE], "-"),
+               cell_bytes(dirty, v[HROW_DIRTY], "-"), cell_bytes(slab, v[HROW_SLAB], "-"),
+               cell_stall(ms, v[HROW_MEMORY_STALL], v[HROW_INTERVAL]),
+               cell_stall(io, v[HROW_IO_STALL], v[HROW_INTERVAL]),
+               v[HROW_INTERVAL] ? cell_bytes(wr, v[HROW_WRITE_RATE], "-") : "-",
+               cell_bytes(high, v[HROW_HIGH], "max"), cell_bytes(wbps, v[HROW_WBPS], "-"));
 }
 
 static void row_json(const HistoryRow *h) {
         const uint64_t *v = h->v;
 
-        for (size_t i = 0; i < _ROW_MAX; i++) {
+        for (size_t i = 0; i < _HROW_MAX; i++) {
                 printf("%s\"%s\":", i ? "," : "{", row_names[i]);
                 /* memory_high's "none" is "max", which JSON says as null as well. */
                 json_u64_or_null(stdout, v[i] != NONE, v[i]);
@@ -84,15 +98,11 @@ static void row_json(const HistoryRow *h) {
         putchar('}');
 }
 
-static int history_print(sd_bus_message *reply, const Args *a) {
-        const char *path;
-        int truncated, r;
+static int history_print(sd_bus_message *reply, const char *path, bool truncated, const Args *a) {
         HistoryRow h;
         size_t n = 0;
+        int r;
 
-        r = sd_bus_message_read(reply, "sb", &path, &truncated);
-        if (r < 0 || (r = sd_bus_message_enter_container(reply, 'a', "(" SAMPLE_SIGNATURE ")")) < 0)
-                return client_fail("cannot read the history", r);
         if (a->json) {
                 fputs("{\"path\":", stdout);
                 json_string(stdout, path);
@@ -100,7 +110,7 @@ static int history_print(sd_bus_message *reply, const Args *a) {
         } else if (a->legend)
                 printf("%-8s %7s %7s %7s %7s %6s %6s %7s %7s %7s\n", "TIME", "MEMORY", "FILE", "DIRTY", "SLAB",
                        "MEM%", "IO%", "WRITE/s", "HIGH", "WBPS");
-        while ((r = row_read(reply, &h)) > 0) {
+        while ((r = history_next(reply, &h)) > 0) {
                 if (a->json) {
                         if (n)
                                 putchar(',');
@@ -110,7 +120,7 @@ static int history_print(sd_bus_message *reply, const Args *a) {
                 n++;
         }
         if (r < 0)
-                return client_fail("cannot read the history", r);
+                return r;
         if (a->json)
                 fputs("]}\n", stdout);
         else if (truncated)
@@ -120,12 +130,12 @@ static int history_print(sd_bus_message *reply, const Args *a) {
 
 int verb_history(sd_bus *bus, const Args *a) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        uint64_t now = now_usec(CLOCK_REALTIME);
-        uint64_t since = a->have_since ? u64_delta(now, a->since_usec) : 0;
+        const char *path;
+        bool truncated;
         int r;
 
-        r = client_call_raw(bus, "cannot get the history", "GetHistory", &reply, "st", a->argv[1], since);
+        r = history_get(bus, a, a->argv[1], &reply, &path, &truncated);
         if (r < 0)
                 return r;
-        return history_print(reply, a);
+        return history_print(reply, path, truncated, a);
 }

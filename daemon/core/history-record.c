@@ -133,16 +133,18 @@ int history_record(History *h, const Observer *o, const Ledger *l, uint64_t real
         r = record_host(h, o, realtime_usec);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < o->cgroups.n; i++) {
-                const CgEntry *e = &o->cgroups.entries[i];
+        /* Cgroups with a track first: one without may take only a track no cgroup wrote this round. */
+        for (int with_track = 1; with_track >= 0; with_track--)
+                for (size_t i = 0; i < o->cgroups.n; i++) {
+                        const CgEntry *e = &o->cgroups.entries[i];
 
-                if (!governed(e))
-                        continue;
-                r = record_cgroup(h, e, l, o->page_size, realtime_usec);
-                if (r == -ENOSPC)
-                        refused++;
-                else if (r < 0)
-                        return r;
-        }
+                        if (!governed(e) || (history_find(h, e->cg->path) != NULL) != with_track)
+                                continue;
+                        r = record_cgroup(h, e, l, o->page_size, realtime_usec);
+                        if (r == -ENOSPC)
+                                refused++;
+                        else if (r < 0)
+                                return r;
+                }
         return refused;
 }
