@@ -33,6 +33,7 @@ typedef struct Plot {
         const char *names[PLOT_UNITS_MAX];
         size_t n;
         uint64_t first_usec;            /* the oldest sample drawn */
+        uint64_t from_usec, to_usec;    /* the time axis: every sample and mark drawn */
         bool have_events;
 } Plot;
 
@@ -104,6 +105,7 @@ static int write_unit(sd_bus *bus, const Args *a, Plot *p, size_t i, char **ret_
                 put_row(f, &h);
                 if (n++ == 0)
                         p->first_usec = MIN(p->first_usec, h.v[HROW_TIME]);
+                p->to_usec = MAX(p->to_usec, h.v[HROW_TIME]);
         }
         if (r < 0)
                 return r;
@@ -150,6 +152,8 @@ static int write_events(sd_bus *bus, Plot *p, char *const *paths) {
                 if (t + PLOT_EVENTS_BEFORE_USEC < p->first_usec || !drawn(paths, p->n, cgroup))
                         continue;
                 fprintf(f, "%.3f ", local_seconds(t));
+                p->from_usec = MIN(p->from_usec, t);
+                p->to_usec = MAX(p->to_usec, t);
                 put_label(f, action);
                 fputc('\n', f);
                 p->have_events = true;
@@ -199,6 +203,8 @@ static int write_script(const Plot *p, const char *output, bool png) {
         fprintf(f, "set terminal %s noenhanced size 1100,900 font ',10'\nset output ",
                 png ? "pngcairo" : "svg dynamic background rgb 'white'");
         put_quoted(f, output);
+        /* One time axis for the three panels. */
+        fprintf(f, "\nset xrange [%.3f:%.3f]", local_seconds(p->from_usec), local_seconds(p->to_usec) + 0.001);
         fputs("\nset datafile missing '?'\nset xdata time\nset timefmt '%s'\nset format x '%H:%M:%S'\n"
               "set grid\nset key top left opaque\nset yrange [0:*]\nset lmargin 12\nset rmargin 4\n"
               "set multiplot layout 3,1 title 'mdreclaim: stalls, dirty data and write rates, with the caps in force'\n",
@@ -285,6 +291,7 @@ static int plot_draw(sd_bus *bus, const Args *a, Plot *p, char **paths) {
                 if (r < 0)
                         return r;
         }
+        p->from_usec = p->first_usec;
         r = write_events(bus, p, paths);
         if (r < 0)
                 return r;
