@@ -115,34 +115,27 @@ static int cv_textfile_interval(const char *v, void *dest) {
         return duration_between(v, dest, USEC_PER_SEC, INTERVAL_MAX_USEC);
 }
 
-static int cv_top_cgroups(const char *v, void *dest) {
+/* A count from 0 to max into a uint32_t. */
+static int count_up_to(const char *v, uint64_t max, void *dest) {
         uint64_t u;
-        int r = parse_uint_range(v, 0, METRICS_TOP_CGROUPS_MAX, &u);
+        int r = parse_uint_range(v, 0, max, &u);
 
         if (r < 0)
                 return r;
         *(uint32_t *) dest = (uint32_t) u;
         return 0;
+}
+
+static int cv_top_cgroups(const char *v, void *dest) {
+        return count_up_to(v, METRICS_TOP_CGROUPS_MAX, dest);
 }
 
 static int cv_history_samples(const char *v, void *dest) {
-        uint64_t u;
-        int r = parse_uint_range(v, 0, HISTORY_SAMPLES_MAX, &u);
-
-        if (r < 0)
-                return r;
-        *(uint32_t *) dest = (uint32_t) u;
-        return 0;
+        return count_up_to(v, HISTORY_SAMPLES_MAX, dest);
 }
 
 static int cv_history_cgroups(const char *v, void *dest) {
-        uint64_t u;
-        int r = parse_uint_range(v, 0, HISTORY_CGROUPS_MAX, &u);
-
-        if (r < 0)
-                return r;
-        *(uint32_t *) dest = (uint32_t) u;
-        return 0;
+        return count_up_to(v, HISTORY_CGROUPS_MAX, dest);
 }
 
 static const char *const top_by_names[_METRICS_TOP_MAX] = {

@@ -220,9 +220,7 @@ int history_save(const History *h, FILE *f) {
                 put_track(&st, h, &h->tracks[i]);
         sum = st.sum;
         put(&st, &sum, sizeof(sum));
-        if (st.failed || fflush(f) != 0)
-                return errno > 0 ? -errno : -EIO;
-        return 0;
+        return st.failed || fflush(f) != 0 ? negative_errno() : 0;
 }
 
 static int get(Stream *st, void *p, size_t size) {
@@ -332,34 +330,13 @@ int history_load(History *h, FILE *f) {
         return r;
 }
 
-static int write_tmp(const History *h, int dfd) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
-
-        /* What a stop in the middle left there, or a link someone put there: removed, not written through. */
-        if (unlinkat(dfd, HISTORY_FILE_TMP, 0) < 0 && errno != ENOENT)
-                return negative_errno();
-        r = new_file_at(dfd, HISTORY_FILE_TMP, 0600, &f);
-        if (r < 0)
-                return r;
-        r = history_save(h, f);
-        if (r < 0)
-                return r;
-        return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
+static int put_history(FILE *f, void *userdata) {
+        return history_save(userdata, f);
 }
 
 int history_write_file(const History *h, const char *dir) {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int r;
-
-        if (dfd < 0)
-                return negative_errno();
-        r = write_tmp(h, dfd);
-        if (r >= 0 && renameat(dfd, HISTORY_FILE_TMP, dfd, HISTORY_FILE_NAME) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void) unlinkat(dfd, HISTORY_FILE_TMP, 0);
-        return r;
+        /* /run is memory: no fsync. */
+        return replace_file(dir, HISTORY_FILE_NAME, HISTORY_FILE_TMP, 0600, false, put_history, (void *) h);
 }
 
 int history_remove_file(const char *dir) {

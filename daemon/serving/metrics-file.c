@@ -39,34 +39,15 @@ typedef struct FileTask {
 
 /* ---- in the queue's thread ---- */
 
-/* The exposition in a new temporary file of dfd, fsynced, readable by the collector's user. */
-static int write_tmp(int dfd, const char *text, size_t size) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int r;
+static int put_text(FILE *f, void *userdata) {
+        const FileTask *ft = userdata;
 
-        /* What a stop in the middle left there, or a link someone put there: removed, not written through. */
-        if (unlinkat(dfd, METRICS_FILE_TMP, 0) < 0 && errno != ENOENT)
-                return negative_errno();
-        r = new_file_at(dfd, METRICS_FILE_TMP, 0644, &f);
-        if (r < 0)
-                return r;
-        if (fwrite(text, 1, size, f) != size || fflush(f) != 0 || fchmod(fileno(f), 0644) < 0 || fsync(fileno(f)) < 0)
-                return negative_errno();
-        return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
+        return fwrite(ft->text, 1, ft->size, f) == ft->size ? 0 : negative_errno();
 }
 
-static int write_file(const char *dir, const char *text, size_t size) {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int r;
-
-        if (dfd < 0)
-                return negative_errno();
-        r = write_tmp(dfd, text, size);
-        if (r >= 0 && renameat(dfd, METRICS_FILE_TMP, dfd, METRICS_FILE_NAME) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void) unlinkat(dfd, METRICS_FILE_TMP, 0);
-        return r;
+/* Written whole, fsynced, readable by the collector's user, renamed into place. */
+static int write_file(const FileTask *ft) {
+        return replace_file(ft->dir, METRICS_FILE_NAME, METRICS_FILE_TMP, 0644, true, put_text, (void *) ft);
 }
 
 static void remove_file(const char *dir) {
@@ -84,7 +65,7 @@ static void task_run(Task *t) {
         if (ft->old_dir)
                 remove_file(ft->old_dir);
         if (ft->dir)
-                ft->result = write_file(ft->dir, ft->text, ft->size);
+                ft->result = write_file(ft);
 }
 
 /* ---- on the loop ---- */
