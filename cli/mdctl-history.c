@@ -71,8 +71,8 @@ static const char *cell_clock(char buf[static 16], uint64_t realtime_usec) {
         return buf;
 }
 
-/* 78 columns: TIME, four sizes, two stalls, the write rate and the two throttles. */
-static void row_print(const HistoryRow *h) {
+/* 78 columns: TIME, four sizes, two stalls, the write rate and the two throttles (the host has none). */
+static void row_print(const HistoryRow *h, bool host) {
         char t[16], mem[FORMAT_SIZE_MAX], file[FORMAT_SIZE_MAX], dirty[FORMAT_SIZE_MAX], slab[FORMAT_SIZE_MAX],
              ms[16], io[16], wr[FORMAT_SIZE_MAX], high[FORMAT_SIZE_MAX], wbps[FORMAT_SIZE_MAX];
 
@@ -84,7 +84,7 @@ static void row_print(const HistoryRow *h) {
                cell_stall(ms, v[HROW_MEMORY_STALL], v[HROW_INTERVAL]),
                cell_stall(io, v[HROW_IO_STALL], v[HROW_INTERVAL]),
                v[HROW_INTERVAL] ? cell_bytes(wr, v[HROW_WRITE_RATE], "-") : "-",
-               cell_bytes(high, v[HROW_HIGH], "max"), cell_bytes(wbps, v[HROW_WBPS], "-"));
+               cell_bytes(high, v[HROW_HIGH], host ? "-" : "max"), cell_bytes(wbps, v[HROW_WBPS], "-"));
 }
 
 static void row_json(const HistoryRow *h) {
@@ -116,7 +116,7 @@ static int history_print(sd_bus_message *reply, const char *path, bool truncated
                                 putchar(',');
                         row_json(&h);
                 } else
-                        row_print(&h);
+                        row_print(&h, streq(path, "/"));
                 n++;
         }
         if (r < 0)
