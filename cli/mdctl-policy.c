@@ -106,11 +106,94 @@ static int policy_show(sd_bus *bus, const Args *a) {
         return 0;
 }
 
-/* set and unset: the daemon checks everything and answers with the file it wrote. */
+/* What the mode in force means for the cgroups the policy governs. */
+static void print_mode(const Value *outcome) {
+        const Value *dflt = value_get(outcome, "mode_default");
+        const char *mode = value_get_str(outcome, "mode");
+        bool is_default = dflt && dflt->kind == VALUE_BOOL && dflt->b;
+
+        if (!mode)
+                return;
+        if (streq(mode, "enforce"))
+                printf("Mode: enforce: the daemon acts on the cgroups it governs.\n");
+        else if (streq(mode, "observe"))
+                printf("Mode: observe%s: the daemon logs what it would do and changes nothing%s.\n",
+                       is_default ? " (the default, no Mode= given)" : "",
+                       is_default ? "; Mode=enforce makes it act" : "");
+        else
+                printf("Mode: %s: the daemon neither decides nor acts for its cgroups.\n", mode);
+}
+
+static void print_list(FILE *f, const Value *v, uint64_t total) {
+        for (size_t i = 0; v && i < v->n; i++)
+                if (v->items[i].kind == VALUE_STRING)
+                        fprintf(f, "%s%s", i ? ", " : "", v->items[i].s);
+        if (v && total > v->n)
+                fprintf(f, " and %" PRIu64 " more", total - v->n);
+}
+
+/* Which cgroups the policy governs now; none is a warning, with the names that come nearest. */
+static void print_governed(const char *name, const Value *outcome) {
+        const Value *paths = value_get(outcome, "cgroup_paths"), *near = value_get(outcome, "nearest_units");
+        const char *shadowed_path = value_get_str(outcome, "shadowed_path");
+        uint64_t n = 0, shadowed = 0;
+
+        (void) value_get_u64(outcome, "cgroups", &n);
+        (void) value_get_u64(outcome, "shadowed", &shadowed);
+        if (n > 0) {
+                printf("Governs %" PRIu64 " cgroup%s: ", n, n == 1 ? "" : "s");
+                print_list(stdout, paths, n);
+                putchar('\n');
+        } else {
+                fprintf(stderr, "Warning: policy '%s' governs no cgroup the daemon watches", name);
+                if (near && near->n > 0) {
+                        fputs(". Nearest unit names: ", stderr);
+                        print_list(stderr, near, near->n);
+                }
+                fputs(".\n", stderr);
+        }
+        if (shadowed > 0 && shadowed_path) {
+                fprintf(stderr, "%s: its Match= also matches %s", n > 0 ? "Note" : "Warning", shadowed_path);
+                if (shadowed > 1)
+                        fprintf(stderr, " (and %" PRIu64 " more)", shadowed - 1);
+                fprintf(stderr, ", but policy '%s' governs it: a more specific match wins.\n",
+                        or_dash(value_get_str(outcome, "shadowed_by")));
+        }
+}
+
+static void print_changed_json(const char *name, const char *file, const Value *outcome) {
+        fputs("{\"policy\":", stdout);
+        json_string(stdout, name);
+        fputs(",\"file\":", stdout);
+        json_string(stdout, file);
+        for (size_t i = 0; i < outcome->n; i++) {
+                fputc(',', stdout);
+                json_string(stdout, outcome->items[i].key);
+                fputc(':', stdout);
+                value_json(&outcome->items[i], stdout);
+        }
+        fputs("}\n", stdout);
+}
+
+/* The daemon's answer to a change: the file, and what the policy does now (absent from an older daemon). */
+static int read_change_reply(sd_bus_message *reply, const char **ret_file, Value *ret_outcome) {
+        int r = sd_bus_message_read(reply, "s", ret_file);
+
+        *ret_outcome = (Value) { .kind = VALUE_OBJECT };
+        if (r < 0)
+                return r;
+        r = sd_bus_message_peek_type(reply, NULL, NULL);
+        if (r <= 0)
+                return r;       /* a daemon that answers with the file alone */
+        return value_read(reply, ret_outcome);
+}
+
+/* set and unset: the daemon checks everything and answers with the file it wrote and what it governs. */
 static int policy_change(sd_bus *bus, const Args *a, bool set) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *name = a->argv[2], *file = NULL;
+        Value outcome;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &call, NULL, BUS_OBJECT_PATH, BUS_INTERFACE,
@@ -129,18 +212,21 @@ static int policy_change(sd_bus *bus, const Args *a, bool set) {
                 sd_bus_error_free(&error);
                 return r;
         }
-        r = sd_bus_message_read(reply, "s", &file);
-        if (r < 0)
+        r = read_change_reply(reply, &file, &outcome);
+        if (r < 0) {
+                value_clear(&outcome);
                 return client_fail("cannot read the daemon's reply", r);
-        if (a->json) {
-                fputs("{\"policy\":", stdout);
-                json_string(stdout, name);
-                fputs(",\"file\":", stdout);
-                json_string(stdout, file);
-                fputs("}\n", stdout);
-        } else
+        }
+        if (a->json)
+                print_changed_json(name, file, &outcome);
+        else {
                 printf("Policy '%s' %s: %s. Applied.\n", name,
                        set ? "written" : a->argc > 3 ? "rewritten" : "removed", file);
+                print_mode(&outcome);
+                if (value_get(&outcome, "cgroups"))
+                        print_governed(name, &outcome);
+        }
+        value_clear(&outcome);
         return 0;
 }
 

@@ -40,7 +40,9 @@ static void help(void) {
                "  policy list                   the policies loaded\n"
                "  policy show NAME              one policy: its file and every effective setting\n"
                "  policy set NAME KEY=VALUE...  set keys of a policy (created if needed), persisted in\n"
-               "                                /etc/mdreclaim/policies.d/NAME.conf and applied at once\n"
+               "                                /etc/mdreclaim/policies.d/NAME.conf and applied at once;\n"
+               "                                says the mode in force and the cgroups it governs (none:\n"
+               "                                a warning with the nearest unit names)\n"
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
                "  events [--follow]             recent events (actions and decisions)\n"
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
@@ -88,7 +90,8 @@ static int parse_option(int c, Args *a) {
                 break;
         case ARG_BYTES:
                 if (parse_size(optarg, false, &a->bytes) < 0 || a->bytes == 0)
-                        return usage_error("invalid --bytes '%s': expected a size above 0 (e.g. 64M)", optarg);
+                        return usage_error("invalid --bytes '%s': expected a size above 0 as systemd reads one "
+                                           "(K, M, G, T, P, E upper case, powers of 1024; e.g. 64M)", optarg);
                 a->have_bytes = true;
                 break;
         case 'd': case ARG_DELAY:

@@ -301,49 +301,21 @@ static void write_hold(FILE *f, const LedgerHold *h) {
 }
 
 /* Writes the entries to a new file `name` in dfd, fsynced: created afresh, never through a link. */
-static int write_new_file(const Ledger *l, int dfd, const char *name) {
-        _cleanup_fclose_ FILE *f = NULL;
-        int r = new_file_at(dfd, name, 0600, &f);
+static int write_ledger(FILE *f, void *userdata) {
+        const Ledger *l = userdata;
 
-        if (r < 0)
-                return r;
         fprintf(f, "%s\n", LEDGER_HEADER);
         for (size_t i = 0; i < l->n; i++)
                 write_entry(f, &l->entries[i]);
         for (size_t i = 0; i < l->n_holds; i++)
                 write_hold(f, &l->holds[i]);
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-                return negative_errno();
-        return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
+        return 0;
 }
 
 int ledger_save(const Ledger *l) {
-        _cleanup_free_ char *dir = NULL, *tmp = NULL;
-        _cleanup_close_ int dfd = -1;
-        const char *slash, *base;
-        int r;
-
         if (!l->file)
                 return 0;
-        slash = strrchr(l->file, '/');
-        base = slash ? slash + 1 : l->file;
-        dir = slash ? strndup(l->file, MAX((size_t) (slash - l->file), (size_t) 1)) : strdup(".");
-        if (!dir || asprintf(&tmp, "%s.tmp", base) < 0)
-                return -ENOMEM;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        /* What a crashed save left there, or a link someone put there: removed, not written through. */
-        if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
-                return negative_errno();
-        r = write_new_file(l, dfd, tmp);
-        if (r >= 0 && renameat(dfd, tmp, dfd, base) < 0)
-                r = negative_errno();
-        if (r < 0) {
-                (void) unlinkat(dfd, tmp, 0);
-                return r;
-        }
-        return fsync(dfd) < 0 ? negative_errno() : 0;
+        return file_replace(l->file, 0600, write_ledger, (void *) l);
 }
 
 static int get_value(const char *s, uint64_t *ret) {

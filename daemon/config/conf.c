@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "log.h"
 #include "parse-util.h"
+#include "policy-format.h"
 #include "util.h"
 
 const char *const config_dirs[3] = {
@@ -19,9 +21,10 @@ const char *const config_dirs[3] = {
         "/etc/mdreclaim",
 };
 
-/* ---- value parsers: (value, destination) → 0 or negative errno ---- */
+/* ---- value parsers: (value, destination, the key's minimum) → 0 or negative errno ---- */
 
-typedef int (*ConfValueParser)(const char *value, void *dest);
+/* -EDOM: a size below the key's minimum (or 0% where a minimum applies); the caller says why. */
+typedef int (*ConfValueParser)(const char *value, void *dest, uint64_t min);
 
 static int duration_between(const char *v, void *dest, uint64_t min, uint64_t max) {
         uint64_t usec;
@@ -36,16 +39,16 @@ static int duration_between(const char *v, void *dest, uint64_t min, uint64_t ma
 }
 
 /* Interval=, RescanInterval=, hold times: 100ms to 1h. */
-static int cv_duration_range(const char *v, void *dest) {
+static int cv_duration_range(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, INTERVAL_MIN_USEC, INTERVAL_MAX_USEC);
 }
 
 /* What the kernel accepts as a PSI trigger window. */
-static int cv_pressure_window(const char *v, void *dest) {
+static int cv_pressure_window(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
 }
 
-static int cv_percent_nonzero(const char *v, void *dest) {
+static int cv_percent_nonzero(const char *v, void *dest, uint64_t min) {
         uint32_t ppm;
         int r = parse_percent(v, &ppm);
 
@@ -57,7 +60,7 @@ static int cv_percent_nonzero(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_log_level(const char *v, void *dest) {
+static int cv_log_level(const char *v, void *dest, uint64_t min) {
         int l = log_level_from_string(v);
 
         if (l < 0)
@@ -77,20 +80,20 @@ static int set_string(void *dest, const char *v) {
         return 0;
 }
 
-static int cv_abs_path(const char *v, void *dest) {
+static int cv_abs_path(const char *v, void *dest, uint64_t min) {
         if (v[0] != '/' || strpbrk(v, " \t"))
                 return -EINVAL;
         return set_string(dest, v);
 }
 
-static int cv_socket_path(const char *v, void *dest) {
+static int cv_socket_path(const char *v, void *dest, uint64_t min) {
         /* sun_path holds 108 bytes with the terminating NUL. */
         if (strlen(v) >= 108)
                 return -ENAMETOOLONG;
-        return cv_abs_path(v, dest);
+        return cv_abs_path(v, dest, 0);
 }
 
-static int cv_group(const char *v, void *dest) {
+static int cv_group(const char *v, void *dest, uint64_t min) {
         size_t l = strlen(v);
 
         if (l == 0 || l > 32 || v[0] == '-' ||
@@ -100,18 +103,18 @@ static int cv_group(const char *v, void *dest) {
 }
 
 /* An absolute directory, or nothing (unset: the feature is off). */
-static int cv_abs_path_or_empty(const char *v, void *dest) {
+static int cv_abs_path_or_empty(const char *v, void *dest, uint64_t min) {
         char **p = dest;
 
         if (*v)
-                return cv_abs_path(v, dest);
+                return cv_abs_path(v, dest, 0);
         free(*p);
         *p = NULL;
         return 0;
 }
 
 /* TextfileInterval=: a file written more often than anyone scrapes it is wasted. */
-static int cv_textfile_interval(const char *v, void *dest) {
+static int cv_textfile_interval(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, USEC_PER_SEC, INTERVAL_MAX_USEC);
 }
 
@@ -126,15 +129,15 @@ static int count_up_to(const char *v, uint64_t max, void *dest) {
         return 0;
 }
 
-static int cv_top_cgroups(const char *v, void *dest) {
+static int cv_top_cgroups(const char *v, void *dest, uint64_t min) {
         return count_up_to(v, METRICS_TOP_CGROUPS_MAX, dest);
 }
 
-static int cv_history_samples(const char *v, void *dest) {
+static int cv_history_samples(const char *v, void *dest, uint64_t min) {
         return count_up_to(v, HISTORY_SAMPLES_MAX, dest);
 }
 
-static int cv_history_cgroups(const char *v, void *dest) {
+static int cv_history_cgroups(const char *v, void *dest, uint64_t min) {
         return count_up_to(v, HISTORY_CGROUPS_MAX, dest);
 }
 
@@ -156,7 +159,7 @@ int metrics_top_by_from_string(const char *s) {
         return -EINVAL;
 }
 
-static int cv_top_by(const char *v, void *dest) {
+static int cv_top_by(const char *v, void *dest, uint64_t min) {
         int k = metrics_top_by_from_string(v);
 
         if (k < 0)
@@ -165,7 +168,7 @@ static int cv_top_by(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_mode(const char *v, void *dest) {
+static int cv_mode(const char *v, void *dest, uint64_t min) {
         int m = policy_mode_from_string(v);
 
         if (m < 0)
@@ -174,7 +177,7 @@ static int cv_mode(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_priority(const char *v, void *dest) {
+static int cv_priority(const char *v, void *dest, uint64_t min) {
         uint64_t u;
         int r = parse_uint_range(v, 0, POLICY_PRIORITY_MAX, &u);
 
@@ -184,35 +187,45 @@ static int cv_priority(const char *v, void *dest) {
         return 0;
 }
 
-static int cv_bool(const char *v, void *dest) {
+static int cv_bool(const char *v, void *dest, uint64_t min) {
         return parse_bool(v, dest);
 }
 
-static int cv_size(const char *v, void *dest) {
-        return parse_size(v, false, dest);
-}
-
-static int cv_size_nonzero(const char *v, void *dest) {
+static int size_at_least(const char *v, bool allow_max, uint64_t min, uint64_t *dest) {
         uint64_t u;
-        int r = parse_size(v, false, &u);
+        int r = parse_size(v, allow_max, &u);
 
         if (r < 0)
                 return r;
-        if (u == 0)
-                return -ERANGE;
-        *(uint64_t *) dest = u;
+        if (u < min)
+                return -EDOM;
+        *dest = u;
         return 0;
 }
 
-static int cv_size_or_max(const char *v, void *dest) {
-        return parse_size(v, true, dest);
+static int cv_size(const char *v, void *dest, uint64_t min) {
+        return size_at_least(v, false, min, dest);
 }
 
-static int cv_size_or_percent(const char *v, void *dest) {
-        return parse_size_or_percent(v, dest);
+/* A size, or max (none). */
+static int cv_size_or_max(const char *v, void *dest, uint64_t min) {
+        return size_at_least(v, true, min, dest);
 }
 
-static int cv_percent(const char *v, void *dest) {
+/* A size of at least min, or a percentage above 0% when there is a minimum. */
+static int cv_size_or_percent(const char *v, void *dest, uint64_t min) {
+        SizeOrPercent u;
+        int r = parse_size_or_percent(v, &u);
+
+        if (r < 0)
+                return r;
+        if (u.is_percent ? min > 0 && u.ppm == 0 : u.bytes < min)
+                return -EDOM;
+        *(SizeOrPercent *) dest = u;
+        return 0;
+}
+
+static int cv_percent(const char *v, void *dest, uint64_t min) {
         return parse_percent(v, dest);
 }
 
@@ -224,9 +237,13 @@ typedef struct ConfKeyDef {
         ConfValueParser parse;
         size_t offset;
         const char *expected;
+        uint64_t min;           /* the smallest size taken (sizes only) */
+        const char *min_why;    /* what a smaller one would do */
 } ConfKeyDef;
 
-#define EXPECT_SIZE "a size in bytes with an optional K, M, G or T suffix (e.g. 64M)"
+#define EXPECT_SIZE \
+        "a size in bytes, optionally with K, M, G, T, P or E (powers of 1024, upper case, as in systemd " \
+        "unit files; e.g. 64M, 1.5G)"
 
 static const ConfKeyDef daemon_keys[] = {
         { "Daemon", "Interval", cv_duration_range, offsetof(DaemonSettings, interval_usec),
@@ -260,6 +277,8 @@ static const ConfKeyDef daemon_keys[] = {
           "a duration between 100ms and 1h (e.g. 10s)" },
         { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
           "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
+        { "WritePoint", "GuardRate", cv_percent, offsetof(DaemonSettings, guard_rate_ppm),
+          "a percentage of the device's capacity, 0% to wait for a stall (e.g. 70%)" },
         { "Metrics", "TopCgroups", cv_top_cgroups, offsetof(DaemonSettings, metrics.top_cgroups),
           "a number of cgroups from 0 to 1000" },
         { "Metrics", "TopBy", cv_top_by, offsetof(DaemonSettings, metrics.top_by),
@@ -281,18 +300,27 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "Priority", cv_priority, offsetof(Policy, priority), "an integer from 0 to 100" },
         { "Policy", "Protect", cv_bool, offsetof(Policy, protect), "yes or no" },
         { "Policy", "DirtyBackground", cv_size_or_percent, offsetof(Policy, dirty_background),
-          EXPECT_SIZE " or a percentage of the memory limit (e.g. 10%)" },
+          EXPECT_SIZE " or a percentage of the memory limit (e.g. 10%)", POLICY_DIRTY_BACKGROUND_MIN,
+          "early writeback of less would add small writes to the disk and free nothing worth it "
+          "(the kernel writes back at least 4 MiB of a file at a time)" },
         { "Policy", "DirtyLimit", cv_size_or_percent, offsetof(Policy, dirty_limit),
-          EXPECT_SIZE " or a percentage of the memory limit (e.g. 20%)" },
+          EXPECT_SIZE " or a percentage of the memory limit (e.g. 20%)", POLICY_DIRTY_LIMIT_MIN,
+          "a smaller dirty budget makes every write of the cgroup wait for the disk: the writer starves "
+          "instead of slowing down" },
         { "Policy", "WriteRateMin", cv_size_or_percent, offsetof(Policy, write_rate_min),
-          "bytes per second with an optional K, M, G or T suffix, or a percentage of the device (e.g. 10%)" },
+          "bytes per second as a size (e.g. 8M), or a percentage of the device (e.g. 10%)",
+          POLICY_WRITE_RATE_MIN_MIN, "a write cap under 1M per second stops a writer instead of slowing it" },
         { "Policy", "MetadataCacheMax", cv_size_or_max, offsetof(Policy, metadata_cache_max),
-          EXPECT_SIZE ", or max" },
+          EXPECT_SIZE ", or max", POLICY_METADATA_CACHE_MAX_MIN,
+          "the dentries and inodes a service keeps using would be reclaimed every tick, and each lookup would "
+          "go to the disk" },
         { "Policy", "PressureTarget", cv_percent, offsetof(Policy, pressure_target_ppm),
           "a percentage of time stalled, 0% to 100% (e.g. 0.1%)" },
-        { "Policy", "ReclaimStepMax", cv_size_nonzero, offsetof(Policy, reclaim_step_max),
-          "a size greater than zero (e.g. 16M)" },
-        { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE },
+        { "Policy", "ReclaimStepMax", cv_size, offsetof(Policy, reclaim_step_max), EXPECT_SIZE,
+          POLICY_RECLAIM_STEP_MAX_MIN,
+          "the allocation point asks for no step under 1M (a smaller one costs more than it frees), so a "
+          "smaller maximum would silently turn proactive reclaim off" },
+        { "Policy", "CacheFloor", cv_size, offsetof(Policy, cache_floor), EXPECT_SIZE " (0: no floor)" },
         { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
@@ -367,6 +395,47 @@ static int policy_add_matches(Policy *p, const ConfLocation *loc, const char *va
         return r;
 }
 
+/*
+ * What a size written the way other tools write them should read here:
+ * "64MB", "64MiB", "64m" and "64mb" are "64M" (systemd refuses them as well).
+ * False when `value` is not such a slip.
+ */
+static bool size_slip(const char *value, char *buf, size_t size) {
+        size_t digits = strspn(value, "0123456789.");
+        const char *unit = value + digits;
+
+        if (digits == 0 || !*unit || !strchr("kmgtpeKMGTPE", *unit))
+                return false;
+        if (!streq(unit + 1, "") && strcasecmp(unit + 1, "b") != 0 && strcasecmp(unit + 1, "ib") != 0)
+                return false;
+        snprintf(buf, size, "%.*s%c", (int) digits, value, toupper((unsigned char) *unit));
+        return !streq(buf, value);
+}
+
+static bool key_takes_size(const ConfKeyDef *k) {
+        return k->parse == cv_size || k->parse == cv_size_or_max || k->parse == cv_size_or_percent;
+}
+
+static void report_bad_value(const ConfKeyDef *k, const ConfLocation *loc, const char *value, int r,
+                             ConfDiag *diag) {
+        char min[POLICY_VALUE_MAX], hint[64];
+        uint64_t u;
+
+        if (r == -EDOM && strchr(value, '%'))
+                conf_diag_add(diag, loc->file, loc->line, "%s=%s is refused: a percentage must be above 0%%, "
+                              "and one that comes to less than %s on a cgroup counts as %s there (%s)",
+                              k->key, value, format_size_exact(min, k->min), min, k->min_why);
+        else if (r == -EDOM)
+                conf_diag_add(diag, loc->file, loc->line, "%s=%s is below the minimum of %s: %s", k->key, value,
+                              format_size_exact(min, k->min), k->min_why);
+        else if (key_takes_size(k) && size_slip(value, hint, sizeof(hint)) && parse_size(hint, false, &u) >= 0)
+                conf_diag_add(diag, loc->file, loc->line, "%s=: expected %s, got '%s' (write %s: suffixes are "
+                              "upper case and take no B or iB)", k->key, k->expected, value, hint);
+        else
+                conf_diag_add(diag, loc->file, loc->line, "%s=: expected %s, got '%s'", k->key, k->expected,
+                              value);
+}
+
 static int key_handler(void *userdata, const ConfLocation *loc, const char *section,
                        const char *key, const char *value, ConfDiag *diag) {
         KeyParse *kp = userdata;
@@ -389,12 +458,11 @@ static int key_handler(void *userdata, const ConfLocation *loc, const char *sect
                 }
                 kp->seen |= UINT64_C(1) << i;
                 kp->seen_line[i] = loc->line;
-                r = k->parse(value, (char *) kp->base + k->offset);
+                r = k->parse(value, (char *) kp->base + k->offset, k->min);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        conf_diag_add(diag, loc->file, loc->line, "%s=: expected %s, got '%s'",
-                                      key, k->expected, value);
+                        report_bad_value(k, loc, value, r, diag);
                         return -EINVAL;
                 }
                 return 0;
@@ -576,9 +644,18 @@ static bool policy_name_valid(const char *name) {
                                      "0123456789-_.@") == strlen(name);
 }
 
-/* Cross-key checks of one policy; problems are reported at the policy's file. */
-static int policy_verify(const Policy *p, ConfDiag *diag) {
+/* The line `key` was given on in the file kp parsed; 0 if it was not. */
+static unsigned key_line(const KeyParse *kp, const char *key) {
+        for (size_t i = 0; i < kp->n_table; i++)
+                if (streq(kp->table[i].key, key))
+                        return kp->seen & (UINT64_C(1) << i) ? kp->seen_line[i] : 0;
+        return 0;
+}
+
+/* Cross-key checks of one policy: each names the lines and the values of both keys. */
+static int policy_verify(const Policy *p, const KeyParse *kp, ConfDiag *diag) {
         const SizeOrPercent *bg = &p->dirty_background, *lim = &p->dirty_limit;
+        char v_bg[POLICY_VALUE_MAX], v_lim[POLICY_VALUE_MAX];
         int r = 0;
 
         if (p->n_matches == 0) {
@@ -587,8 +664,11 @@ static int policy_verify(const Policy *p, ConfDiag *diag) {
         }
         if (bg->set && lim->set && bg->is_percent == lim->is_percent &&
             (bg->is_percent ? bg->ppm > lim->ppm : bg->bytes > lim->bytes)) {
-                conf_diag_add(diag, p->file, 0, "DirtyBackground= is above DirtyLimit=; "
-                              "background writeback must start below the limit");
+                (void) policy_format_value(p, "DirtyBackground", v_bg);
+                (void) policy_format_value(p, "DirtyLimit", v_lim);
+                conf_diag_add(diag, p->file, key_line(kp, "DirtyBackground"),
+                              "DirtyBackground=%s is above DirtyLimit=%s (%s:%u); background writeback must "
+                              "start below the limit", v_bg, v_lim, p->file, key_line(kp, "DirtyLimit"));
                 r = -EINVAL;
         }
         return r;
@@ -622,7 +702,8 @@ static int config_add_policy(Config *c, Policy **p, const KeyParse *kp, int pars
                 conf_diag_add(diag, (*p)->file, 0, "no [Policy] section with keys");
                 return 0;
         }
-        if (parse_result < 0 || policy_verify(*p, diag) < 0)
+        (*p)->mode_line = key_line(kp, "Mode");
+        if (parse_result < 0 || policy_verify(*p, kp, diag) < 0)
                 return 0;
         n = realloc(c->policies, (c->n_policies + 1) * sizeof(Policy *));
         if (!n)
@@ -739,6 +820,7 @@ static void config_defaults(DaemonSettings *d) {
                 .write_rate_min_ppm = 100000,
                 .cap_hold_usec = 10 * USEC_PER_SEC,
                 .global_dirty_guard_ppm = 800000,
+                .guard_rate_ppm = GUARD_RATE_DEFAULT_PPM,
                 .mem_available_min_ppm = 50000,
                 .throttle_hold_usec = 10 * USEC_PER_SEC,
                 .log_level = LOG_INFO,

@@ -30,6 +30,7 @@
 #define PRESSURE_WINDOW_DEFAULT_USEC USEC_PER_SEC
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
+#define GUARD_RATE_DEFAULT_PPM 700000                  /* 70% of a device, [WritePoint] GuardRate= */
 
 /* [History]: samples kept per cgroup (an hour at the default 1 s tick), and cgroups with a history. */
 #define HISTORY_SAMPLES_DEFAULT 3600
@@ -75,6 +76,8 @@ typedef struct DaemonSettings {
         uint32_t write_rate_min_ppm;            /* default floor of a cap, share of the device */
         uint64_t cap_hold_usec;
         uint32_t global_dirty_guard_ppm;
+        uint32_t guard_rate_ppm;                /* writers beside an active protected cgroup, share of
+                                                 * the device; 0: capped only once it stalls */
         /* [AllocationPoint] */
         uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
         uint64_t throttle_hold_usec;

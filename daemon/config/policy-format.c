@@ -8,7 +8,7 @@
 #include "util.h"
 
 const char *format_size_exact(char buf[static POLICY_VALUE_MAX], uint64_t bytes) {
-        static const char units[] = "TGMK";
+        static const char units[] = "EPTGMK";
 
         if (bytes == UINT64_MAX) {
                 snprintf(buf, POLICY_VALUE_MAX, "max");

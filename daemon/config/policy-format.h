@@ -14,7 +14,7 @@
 
 #define POLICY_VALUE_MAX 64
 
-/* Exact size: the largest K/M/G/T unit that divides it, else plain bytes. */
+/* Exact size: the largest K/M/G/T/P/E unit that divides it, else plain bytes. */
 const char *format_size_exact(char buf[static POLICY_VALUE_MAX], uint64_t bytes);
 /* Parts per million as a percentage with no trailing zeros: "10%", "0.1%". */
 const char *format_percent(char buf[static POLICY_VALUE_MAX], uint32_t ppm);

@@ -27,6 +27,18 @@ int policy_mode_from_string(const char *s);
 #define POLICY_PRIORITY_DEFAULT 50
 #define POLICY_MATCH_MAX 64
 
+/*
+ * The smallest values of the size keys that become a budget, a cap or a
+ * reclaim target; smaller ones are refused with the reason (conf.c, and
+ * docs/configuration.md). A percentage that comes to less on a cgroup is
+ * raised to the same minimum where it is used.
+ */
+#define POLICY_DIRTY_LIMIT_MIN (UINT64_C(8) << 20)
+#define POLICY_DIRTY_BACKGROUND_MIN (UINT64_C(4) << 20)
+#define POLICY_WRITE_RATE_MIN_MIN (UINT64_C(1) << 20)
+#define POLICY_METADATA_CACHE_MAX_MIN (UINT64_C(8) << 20)
+#define POLICY_RECLAIM_STEP_MAX_MIN (UINT64_C(1) << 20)
+
 typedef struct PolicyMatch {
         char *pattern;
         unsigned line;          /* where it was given, for messages */
@@ -40,6 +52,7 @@ typedef struct Policy {
         size_t n_matches;
 
         PolicyMode mode;
+        unsigned mode_line;     /* the line of Mode=; 0: not given, the default */
         unsigned priority;      /* 0..100, higher is more important */
         bool protect;
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,7 +22,6 @@
  *   trailer  u64 FNV-1a of every byte before it
  */
 static const char history_magic[8] = "MDRHIST";
-#define HISTORY_FILE_TMP "." HISTORY_FILE_NAME ".tmp"
 #define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 #define FNV_PRIME UINT64_C(0x100000001b3)
 
@@ -335,8 +335,11 @@ static int put_history(FILE *f, void *userdata) {
 }
 
 int history_write_file(const History *h, const char *dir) {
-        /* /run is memory: no fsync. */
-        return replace_file(dir, HISTORY_FILE_NAME, HISTORY_FILE_TMP, 0600, false, put_history, (void *) h);
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%s", dir, HISTORY_FILE_NAME) < 0)
+                return -ENOMEM;
+        return file_replace(path, 0600, put_history, (void *) h);
 }
 
 int history_remove_file(const char *dir) {

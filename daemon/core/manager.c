@@ -9,11 +9,15 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "conf-file.h"
 #include "history-record.h"
 #include "hostfs.h"
 #include "log.h"
 #include "message-ids.h"
 #include "util.h"
+
+/* Device capacities learnt are saved at most this often (and at a stop). */
+#define CAPACITIES_SAVE_USEC (60 * USEC_PER_SEC)
 
 void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
         log_set_max_level(args->log_level >= 0 ? args->log_level : c->daemon.log_level);
@@ -299,6 +303,10 @@ int manager_tick(Manager *m) {
                 log_warning("Out of file descriptors: %zu cgroups could not be sampled this tick; "
                             "raise LimitNOFILE= of the service", m->observer->out_of_fds);
         m->out_of_fds_logged = m->observer->out_of_fds;
+        if (m->observer->devices.known_changed && now - m->capacities_saved_usec >= CAPACITIES_SAVE_USEC) {
+                (void) devstat_save(&m->observer->devices, m->capacities_file);
+                m->capacities_saved_usec = now;
+        }
         actuator_verify(m->actuator);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);
@@ -427,11 +435,29 @@ static int add_sources(Manager *m) {
         return 0;
 }
 
+/* What a previous run learnt of the devices; a file that is missing is no error, one that is odd is said and ignored. */
+static void load_capacities(Manager *m) {
+        _cleanup_(conf_diag_clear) ConfDiag diag = {};
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int r = conf_file_read(m->capacities_file, DEVSTAT_FILE_MAX, &text, &size, &diag);
+
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Ignoring the device capacities in %s: %m", m->capacities_file);
+                return;
+        }
+        (void) devstat_load_text(&m->observer->devices, text, size, m->capacities_file);
+}
+
 static int add_actuator(Manager *m) {
         _cleanup_free_ char *ledger_file = NULL;
 
-        if (asprintf(&ledger_file, "%s/throttles", manager_state_dir(m)) < 0)
+        if (asprintf(&ledger_file, "%s/throttles", manager_state_dir(m)) < 0 ||
+            asprintf(&m->capacities_file, "%s/devices", manager_state_dir(m)) < 0)
                 return -ENOMEM;
+        load_capacities(m);
         return actuator_new(&(ActuatorArgs) { .event = m->event, .ledger_file = ledger_file,
                                               .proc_root = m->args.proc_root, .page_size = m->observer->page_size,
                                               .events = m->events, .ops = &actuator_ops, .userdata = m },
@@ -488,6 +514,8 @@ int manager_run(Manager *m) {
         (void) sd_notify(false, "READY=1");
         r = sd_event_loop(m->event);
         actuator_restore_all(m->actuator);
+        if (m->observer->devices.known_changed)
+                (void) devstat_save(&m->observer->devices, m->capacities_file);
         manager_save_history(m);
         return r;
 }
@@ -508,6 +536,7 @@ Manager *manager_free(Manager *m) {
         config_free(m->config);
         free(m->events);
         free(m->status);
+        free(m->capacities_file);
         free(m);
         return NULL;
 }

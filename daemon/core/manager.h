@@ -54,6 +54,8 @@ typedef struct Manager {
         size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
         size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
         char *status;                   /* last STATUS= sent */
+        char *capacities_file;          /* the devices' capacities learnt, in the state directory */
+        uint64_t capacities_saved_usec;
 } Manager;
 
 /* Takes ownership of `config`. */

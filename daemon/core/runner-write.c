@@ -142,6 +142,7 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
                 .write_rate_min_ppm = d->write_rate_min_ppm,
                 .dirty_ratio_pct = w->dirty_ratio_pct,
                 .global_guard_ppm = d->global_dirty_guard_ppm,
+                .guard_rate_ppm = d->guard_rate_ppm,
                 .host_dirty = o->system_signals.dirty_bytes,
                 .host_dirty_threshold = o->system_signals.dirty_threshold_bytes,
         };

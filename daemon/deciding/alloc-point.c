@@ -7,6 +7,9 @@
 
 #include "util.h"
 
+/* Configuration refuses a ReclaimStepMax= under the smallest step taken: it would never reclaim. */
+_Static_assert(POLICY_RECLAIM_STEP_MAX_MIN >= AP_STEP_MIN, "ReclaimStepMax= may not go under AP_STEP_MIN");
+
 const char *ap_action_to_string(ApActionKind k) {
         static const char *const names[] = {
                 [AP_RECLAIM] = "reclaim",

@@ -40,6 +40,15 @@ static uint64_t bytes_of(const SizeOrPercent *v, uint64_t base) {
         return v->is_percent ? ppm_of(base, v->ppm) : v->bytes;
 }
 
+/* DirtyLimit= and DirtyBackground= in bytes on this cgroup; a percentage never comes to less than a size may be. */
+static uint64_t dirty_limit_bytes(const WpCgroup *c) {
+        return MAX(bytes_of(&c->policy->dirty_limit, c->memory_limit), POLICY_DIRTY_LIMIT_MIN);
+}
+
+static uint64_t dirty_background_bytes(const WpCgroup *c) {
+        return MAX(bytes_of(&c->policy->dirty_background, c->memory_limit), POLICY_DIRTY_BACKGROUND_MIN);
+}
+
 uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct) {
         uint64_t nonfile = c->memory_current > c->file ? c->memory_current - c->file : 0;
         uint32_t ratio = dirty_ratio_pct ? dirty_ratio_pct : 20;
@@ -247,7 +256,7 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
         uint64_t base = dev && dev->capacity ? dev->capacity : rate;
 
         if (w->policy->write_rate_min.set)
-                return MAX(bytes_of(&w->policy->write_rate_min, base), UINT64_C(1));
+                return MAX(bytes_of(&w->policy->write_rate_min, base), POLICY_WRITE_RATE_MIN_MIN);
         return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
 }
 
@@ -263,7 +272,22 @@ static void cap_lifts_when(WpAction *a, const WpCgroup *victim) {
                          a->major, a->minor);
 }
 
-static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate,
+/*
+ * GuardRate= of the device's capacity; before the capacity is known, of what
+ * the device completes now. 0: nothing to size a cap from yet.
+ */
+static uint64_t guard_level(const WpDevice *dev, const WpSettings *st) {
+        if (!dev)
+                return 0;
+        return ppm_of(dev->capacity ?: dev->write_rate, st->guard_rate_ppm);
+}
+
+/*
+ * A cap for one writer: the first one from what it gets now (or, guarding,
+ * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
+ * A guard only ever sets the first cap.
+ */
+static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
                        const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
@@ -271,6 +295,8 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         uint32_t smooth = smoothed_stall(state, s->victim);
         WpAction *a;
 
+        if (cap && guard)
+                return;
         if (cap) {
                 /* The last step has not had time to show; or one bad tick, not
                  * a lasting stall; or, for the second time since the stall
@@ -286,6 +312,10 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         cap->no_gain++;
                 }
                 want = cap->wbps / 4 * 3;
+        } else if (guard) {
+                want = guard_level(dev, st);
+                if (want == 0)
+                        return;
         } else {
                 /* Start from what the writer gets now, bounded by what the device
                  * completes and by what it sustains (a tick's completions can be a
@@ -315,24 +345,48 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->value = want;
         a->protected_id = s->victim->id;
         a->stall_ppm = stall;
-        snprintf(a->reason, sizeof(a->reason), "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s",
-                 s->victim->path, stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
-                 base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        if (guard)
+                snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
+                         "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
+                         stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        else
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
+                         stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
+                         base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
         cap_lifts_when(a, s->victim);
         cap->wbps = want;
+        if (guard)
+                cap->guard_wbps = want;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
         cap->stall_at_step = smooth;
 }
 
-/* The heaviest writers that may be capped for one stalling device. */
-static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
+/*
+ * How much a writer weighs on a guarded device: its write rate there, or,
+ * before its first write there, the dirty data it is piling up: a dd fills
+ * the page cache within a tick, and once the flusher has queued that on the
+ * device a cap comes too late for the seconds it takes to drain. A trickle
+ * counts for nothing.
+ */
+static uint64_t guard_weight(const WpCgroup *w, const Stall *s, const WpDevice *dev) {
+        uint64_t trickle = MAX(dev && dev->capacity ? dev->capacity / 20 : 0, MIB);
+        uint64_t r = device_rate_of(w, s->major, s->minor);
+
+        if (r >= trickle)
+                return r;
+        return w->dirty >= WP_GUARD_DIRTY_MIN ? w->dirty : 0;
+}
+
+/* The heaviest writers that may be capped for one stalling (or, guard, guarded) device. */
+static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, bool guard,
                           const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
 
         for (size_t i = 0; i < n; i++) {
-                uint64_t r = device_rate_of(&cg[i], s->major, s->minor);
+                uint64_t r = guard ? guard_weight(&cg[i], s, dev) : device_rate_of(&cg[i], s->major, s->minor);
                 if (r == 0 || !may_cap(&cg[i], s->victim))
                         continue;
                 for (size_t k = 0; k < WP_CAPPED_PER_DEVICE; k++)
@@ -347,7 +401,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         /* Writers at a tenth or less of the heaviest one are not what hurts. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, top_rate[k], st, now, state, plan);
+                        cap_writer(top[k], s, dev, top_rate[k], guard, st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
@@ -370,9 +424,14 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                         stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
                 if (w && stalling)
                         continue;
-                lift = !w || !q || now - q->last_stall_usec >= st->hold_usec;
+                lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
                 if (!lift) {
                         uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
+
+                        /* Guarding, up to the guard's own first cap: the capacity estimate
+                         * drifts up with what a busy device lets through in bursts. */
+                        if (st->guard_rate_ppm && now - q->last_guarded_usec < st->hold_usec)
+                                ceiling = MIN(ceiling, cap->guard_wbps ?: guard_level(d, st) ?: UINT64_MAX);
 
                         /* Creep only once the stall has been gone a quarter of the hold
                          * time, and slowly: a full device queue brings it back at once.
@@ -461,7 +520,7 @@ static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePo
 }
 
 static uint64_t background_of(const WpCgroup *c, uint64_t limit) {
-        return c->policy->dirty_background.set ? bytes_of(&c->policy->dirty_background, c->memory_limit) : limit / 2;
+        return c->policy->dirty_background.set ? dirty_background_bytes(c) : limit / 2;
 }
 
 static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
@@ -473,7 +532,7 @@ static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, W
 
                 if (!c->policy->dirty_limit.set || !c->have_memory)
                         continue;
-                limit = bytes_of(&c->policy->dirty_limit, c->memory_limit);
+                limit = dirty_limit_bytes(c);
                 if (!b && c->dirty > limit)
                         set_budget(c, limit, false, "over DirtyLimit", st, state, plan);
                 else if (b && !b->guard && b->limit != limit && c->dirty >= background_of(c, limit))
@@ -525,7 +584,7 @@ static void decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, Wri
                         if (!big)
                                 break;
                         set_budget(big, big->policy->dirty_limit.set ?
-                                   MIN(bytes_of(&big->policy->dirty_limit, big->memory_limit), big->dirty / 2) :
+                                   MIN(dirty_limit_bytes(big), big->dirty / 2) :
                                    big->dirty / 2, true, "host near its dirty threshold", st, state, plan);
                 }
         else if (st->host_dirty < stop)
@@ -551,7 +610,7 @@ static void decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, 
                 WpAction *a;
 
                 if (!c->policy->dirty_background.set || !c->have_memory || writeback_inflight(state, c->id) ||
-                    c->dirty <= bytes_of(&c->policy->dirty_background, c->memory_limit) ||
+                    c->dirty <= dirty_background_bytes(c) ||
                     state->n_writeback_inflight >= WP_BUDGETS_MAX)
                         continue;
                 for (size_t d = 0; d < c->n_devices && headroom; d++) {
@@ -573,6 +632,38 @@ static void decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, 
         }
 }
 
+/*
+ * GuardRate=: every device a protected cgroup did io on this tick, and that
+ * nobody stalls on, has its heavy writers capped from now on.
+ */
+static void guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
+                          size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state,
+                          WpPlan *plan) {
+        if (!st->guard_rate_ppm)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+
+                for (size_t d = 0; c->protect && d < c->n_devices; d++) {
+                        const DeviceRate *r = &c->devices[d];
+                        Stall g = { r->major, r->minor, c, effective_limit(state, c) };
+                        WpDeviceQuiet *q;
+                        bool stalling = false;
+
+                        if (r->wbytes_per_sec == 0 && r->rbytes_per_sec == 0)
+                                continue;
+                        q = quiet_of(state, r->major, r->minor, true);
+                        if (q)
+                                q->last_guarded_usec = now;
+                        for (size_t k = 0; k < n_stalls; k++)
+                                stalling |= stalls[k].major == r->major && stalls[k].minor == r->minor;
+                        if (!stalling)
+                                decide_device(cg, n, &g, find_device(dev, n_dev, r->major, r->minor), true, st, now,
+                                              state, plan);
+                }
+        }
+}
+
 void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const WpSettings *st,
                         uint64_t now, WritePointState *state, WpPlan *plan) {
         Stall stalls[WP_CAPS_MAX];
@@ -586,9 +677,10 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
                 WpDeviceQuiet *q = quiet_of(state, stalls[k].major, stalls[k].minor, true);
                 if (q)
                         q->last_stall_usec = now;
-                decide_device(cg, n, &stalls[k], find_device(dev, n_dev, stalls[k].major, stalls[k].minor), st,
-                              now, state, plan);
+                decide_device(cg, n, &stalls[k], find_device(dev, n_dev, stalls[k].major, stalls[k].minor), false,
+                              st, now, state, plan);
         }
+        guard_devices(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
         relax_caps(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
         decide_budgets(cg, n, st, state, plan);
         decide_guard(cg, n, st, state, plan);

@@ -18,6 +18,13 @@
  *   is over the limit too, and holds once a second step since the stall
  *   began has not brought the smoothed stall down by a tenth: the rest is
  *   not the writer's. It holds until the stall goes under the limit.
+ *   With GuardRate=, the writers beside a protected cgroup are capped from
+ *   the first tick it does io on their device, at that share of the
+ *   device's capacity, before any stall (a cgroup with 16 MiB dirty counts
+ *   as a writer on every guarded device before it has written to one): the stall steps them down from
+ *   there, they creep back up to it (never past it) while the protected
+ *   cgroup does not stall, and the cap goes once it has done no io there
+ *   for the hold time.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.
@@ -41,6 +48,7 @@
 #define WP_CAPPED_PER_DEVICE 4
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
+#define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
 
 typedef struct WpCgroup {
         uint64_t id;
@@ -70,6 +78,8 @@ typedef struct WpSettings {
         uint32_t write_rate_min_ppm;    /* default floor, share of device capacity */
         uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, for the memory.high of a budget */
         uint32_t global_guard_ppm;      /* share of nr_dirty_threshold that starts the guard */
+        uint32_t guard_rate_ppm;        /* writers' cap from the first tick a protected cgroup does io on
+                                         * their device, share of its capacity; 0: wait for a stall */
         uint64_t host_dirty;            /* nr_dirty + nr_writeback, bytes */
         uint64_t host_dirty_threshold;  /* bytes; 0: unknown */
 } WpSettings;
@@ -82,6 +92,7 @@ typedef struct WpCap {
         uint64_t stepped_usec;          /* when it last stepped down */
         uint32_t stall_at_step;         /* the protected cgroup's smoothed stall then */
         uint8_t no_gain;                /* steps since the stall began that did not lower it */
+        uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
 } WpCap;
 
 /* A protected cgroup's io stall: what it has with nobody else writing to its
@@ -104,6 +115,7 @@ typedef struct WpBudget {
 typedef struct WpDeviceQuiet {
         uint32_t major, minor;
         uint64_t last_stall_usec;
+        uint64_t last_guarded_usec;     /* a protected cgroup did io there (GuardRate= on) */
 } WpDeviceQuiet;
 
 typedef struct WritePointState {

@@ -100,15 +100,18 @@ static int keyset_find(const KeySet *ks, const char *p, size_t klen) {
 /*
  * One pass over "KEY<sep>VALUE" lines. With kb_suffix, spaces may follow the
  * separator and a " kB" suffix multiplies the value by 1024 (/proc/meminfo).
+ * The pass ends at the line that completes the key set: memory.stat has
+ * some fifty lines and the sampler's last key is in the middle of them.
  */
 static int parse_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys, uint64_t *values,
                        uint64_t *ret_found, char sep, bool kb_suffix) {
         const char *p = buf, *end = buf + len;
-        uint64_t found = 0;
+        uint64_t found = 0, all;
         KeySet ks;
 
         if (keyset_init(&ks, keys, n_keys) < 0)
                 return -EINVAL;
+        all = n_keys == 64 ? UINT64_MAX : (UINT64_C(1) << n_keys) - 1;
         while (p < end) {
                 const char *eol = line_end(p, end), *k_end = memchr(p, sep, (size_t) (eol - p)), *v;
                 uint64_t val = 0, mult = 1;
@@ -133,6 +136,8 @@ static int parse_keyed(const char *buf, size_t len, const char *const *keys, siz
                                 return -EBADMSG;
                         values[i] = val * mult;
                         found |= UINT64_C(1) << i;
+                        if (found == all)
+                                break;
                 }
                 p = eol + 1;
         }

@@ -17,7 +17,9 @@ int cg_parse_u64(const char *buf, size_t len, uint64_t *ret);
 /*
  * One pass over "key value\n" lines. values[i] receives the value of keys[i];
  * keys the file lacks are left alone and missing from *ret_found (bit i).
- * Keys not in `keys` are skipped: kernels add keys. n_keys <= 64.
+ * Keys not in `keys` are skipped: kernels add keys. n_keys <= 64. Once every
+ * key is found the rest is neither read nor checked; with n_keys 0 the whole
+ * input is checked.
  */
 int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
                         uint64_t *values, uint64_t *ret_found);

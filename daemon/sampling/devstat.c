@@ -1,13 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "devstat.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"
 #include "derived.h"
+#include "log.h"
+#include "new-file.h"
 #include "util.h"
+
+#define DEVSTAT_FILE_HEADER "# mdreclaimd: device write capacities learnt, bytes/s (MAJOR:MINOR BYTES)"
+
+static DevCapacity *known_find(DevStatTable *t, uint32_t major, uint32_t minor, bool create) {
+        for (size_t i = 0; i < t->n_known; i++)
+                if (t->known[i].major == major && t->known[i].minor == minor)
+                        return &t->known[i];
+        if (!create || t->n_known >= DEVSTAT_MAX)
+                return NULL;
+        t->known[t->n_known] = (DevCapacity) { .major = major, .minor = minor };
+        return &t->known[t->n_known++];
+}
+
+static void remember(DevStatTable *t, const DevStat *d) {
+        DevCapacity *k;
+        uint64_t diff;
+
+        if (d->capacity == 0 || !(k = known_find(t, d->major, d->minor, true)))
+                return;
+        diff = k->capacity > d->capacity ? k->capacity - d->capacity : d->capacity - k->capacity;
+        if (diff > k->capacity / 16)
+                t->known_changed = true;
+        k->capacity = d->capacity;
+}
 
 void devstat_clear(DevStatTable *t) {
         for (size_t i = 0; i < t->n; i++)
@@ -28,8 +56,10 @@ DevStat *devstat_want(DevStatTable *t, uint32_t major, uint32_t minor) {
         if (!d) {
                 if (t->n >= DEVSTAT_MAX)
                         return NULL;
+                const DevCapacity *k = known_find(t, major, minor, false);
+
                 d = &t->dev[t->n++];
-                *d = (DevStat) { .major = major, .minor = minor, .fd = -1 };
+                *d = (DevStat) { .major = major, .minor = minor, .fd = -1, .capacity = k ? k->capacity : 0 };
         }
         d->seen = true;
         return d;
@@ -77,6 +107,7 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                                 d->busy_ppm = (uint32_t) MIN(busy_usec >= UINT64_MAX / 1000000 ? 1000000 :
                                                              busy_usec * 1000000 / span, UINT64_C(1000000));
                                 d->capacity = devstat_capacity_step(d->capacity, d->write_rate, d->busy_ppm);
+                                remember(t, d);
                         }
                         d->sectors_written = f[6];
                         d->io_ticks_ms = f[9];
@@ -86,4 +117,66 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                 t->dev[kept++] = *d;
         }
         t->n = kept;
+}
+
+/* One "MAJOR:MINOR BYTES" line, nothing else on it. */
+static int parse_capacity_line(const char *line, DevCapacity *ret) {
+        unsigned major, minor;
+        unsigned long long bytes;
+        int end = 0;
+
+        if (sscanf(line, "%u:%u %llu%n", &major, &minor, &bytes, &end) != 3 || line[end] != '\0' || bytes == 0 ||
+            line[0] < '0' || line[0] > '9')
+                return -EBADMSG;
+        *ret = (DevCapacity) { .major = major, .minor = minor, .capacity = bytes };
+        return 0;
+}
+
+int devstat_load_text(DevStatTable *t, char *text, size_t size, const char *path) {
+        DevCapacity read[DEVSTAT_MAX];
+        size_t n = 0, lineno = 0;
+        char *line, *save = NULL;
+
+        if (strlen(text) != size)
+                return log_warning_errno(-EBADMSG, "Ignoring the device capacities in %s: it holds NUL bytes", path);
+        for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                lineno++;
+                if (line[0] == '#')
+                        continue;
+                if (n >= DEVSTAT_MAX || parse_capacity_line(line, &read[n]) < 0)
+                        return log_warning_errno(-EBADMSG, "Ignoring the device capacities in %s: line %zu is not "
+                                                 "\"MAJOR:MINOR BYTES_PER_SEC\"%s", path, lineno,
+                                                 n >= DEVSTAT_MAX ? " (too many lines)" : "");
+                n++;
+        }
+        for (size_t i = 0; i < n; i++) {
+                DevCapacity *k = known_find(t, read[i].major, read[i].minor, true);
+                DevStat *d = devstat_find(t, read[i].major, read[i].minor);
+
+                if (k)
+                        k->capacity = read[i].capacity;
+                if (d && d->capacity == 0)
+                        d->capacity = read[i].capacity;
+        }
+        log_debug("%zu device capacities read from %s", n, path);
+        return 0;
+}
+
+static int write_capacities(FILE *f, void *userdata) {
+        const DevStatTable *t = userdata;
+
+        fprintf(f, "%s\n", DEVSTAT_FILE_HEADER);
+        for (size_t i = 0; i < t->n_known; i++)
+                fprintf(f, "%" PRIu32 ":%" PRIu32 " %" PRIu64 "\n", t->known[i].major, t->known[i].minor,
+                        t->known[i].capacity);
+        return 0;
+}
+
+int devstat_save(DevStatTable *t, const char *path) {
+        int r = file_replace(path, 0644, write_capacities, t);
+
+        if (r < 0)
+                return log_warning_errno(r, "Cannot save the device capacities to %s: %m", path);
+        t->known_changed = false;
+        return 0;
 }

@@ -26,9 +26,18 @@ typedef struct DevStat {
         uint64_t capacity;              /* bytes/s, estimate; 0: never seen saturated */
 } DevStat;
 
+/* A capacity learnt before: kept while nobody names the device, and over a restart (devstat_save). */
+typedef struct DevCapacity {
+        uint32_t major, minor;
+        uint64_t capacity;
+} DevCapacity;
+
 typedef struct DevStatTable {
         DevStat dev[DEVSTAT_MAX];
         size_t n;
+        DevCapacity known[DEVSTAT_MAX];
+        size_t n_known;
+        bool known_changed;             /* by more than a sixteenth since the last save */
 } DevStatTable;
 
 void devstat_clear(DevStatTable *t);
@@ -36,6 +45,18 @@ void devstat_clear(DevStatTable *t);
 /* Starts or keeps following device M:m. Full table: NULL. */
 DevStat *devstat_want(DevStatTable *t, uint32_t major, uint32_t minor);
 DevStat *devstat_find(DevStatTable *t, uint32_t major, uint32_t minor);
+
+/*
+ * The capacities learnt, kept in the state directory so that a restart (and
+ * the first cap after it) does not start from nothing: "MAJOR:MINOR
+ * BYTES_PER_SEC" lines, '#' comments. devstat_load_text() takes the text of
+ * that file (`size` bytes, NUL-terminated; `path` for messages); text that
+ * holds any line of another shape, or a NUL, is ignored whole and said so
+ * (-EBADMSG). /run is emptied at boot, and device numbers with it.
+ */
+#define DEVSTAT_FILE_MAX 8192
+int devstat_load_text(DevStatTable *t, char *text, size_t size, const char *path);
+int devstat_save(DevStatTable *t, const char *path);
 
 /* Rereads every device; drops devices nobody named since the last call. */
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec);

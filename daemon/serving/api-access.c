@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "name-escape.h"
 #include "parse-util.h"
 #include "util.h"
 
@@ -84,38 +85,71 @@ int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error) {
                                  group ? group : "", group ? "' (AdminGroup=)" : "", (unsigned) c->creds.uid);
 }
 
-/* A cgroup path (relative to the root, or below the root's mount path) or a unit name. */
-int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error) {
-        const char *root = m->observer->root->path, *path = what;
-        size_t rl = strlen(root), found = 0;
-        CgEntry *hit = NULL, *other = NULL;
+/* The cgroups named `what` (a path below the root or a unit name, raw), the first two of them. */
+static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEntry **ret_other) {
+        size_t found = 0;
 
-        if (what[0] == '/' && rl > 1 && strncmp(what, root, rl) == 0 && (what[rl] == '/' || !what[rl]))
-                path = what[rl] ? what + rl : "/";
         for (size_t i = 0; i < m->observer->cgroups.n; i++) {
                 CgEntry *e = &m->observer->cgroups.entries[i];
 
-                if (e->gone || !(what[0] == '/' ? streq(e->cg->path, path) : streq_ptr(e->unit, what)))
+                if (e->gone || !(what[0] == '/' ? streq(e->cg->path, what) : streq_ptr(e->unit, what)))
                         continue;
                 if (found++ == 0)
-                        hit = e;
+                        *ret_hit = e;
                 else
-                        other = e;
+                        *ret_other = e;
         }
-        if (found == 1) {
-                *ret = hit;
-                return 0;
-        }
-        if (found > 1)
-                return sd_bus_error_setf(error, BUS_ERROR_AMBIGUOUS,
-                                         "Unit '%s' names %zu cgroups (%s, %s%s); give the cgroup path", what, found,
-                                         hit->cg->path, other->cg->path, found > 2 ? ", ..." : "");
+        return found;
+}
+
+static int ambiguous(sd_bus_error *error, const char *what, size_t found, const CgEntry *hit, const CgEntry *other) {
+        _cleanup_free_ char *a = name_escape(hit->cg->path), *b = name_escape(other->cg->path);
+
+        if (!a || !b)
+                return -ENOMEM;
+        return sd_bus_error_setf(error, BUS_ERROR_AMBIGUOUS, "Unit '%s' names %zu cgroups (%s, %s%s); give the "
+                                 "cgroup path", what, found, a, b, found > 2 ? ", ..." : "");
+}
+
+static int no_such_cgroup(Manager *m, sd_bus_error *error, const char *what, const char *path) {
+        _cleanup_free_ char *p = name_escape(path), *root = name_escape(m->observer->root->path);
+
+        if (!p || !root)
+                return -ENOMEM;
         if (what[0] == '/')
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_CGROUP,
-                                         "No cgroup '%s' below %s among the %zu the daemon watches", path, root,
+                                         "No cgroup '%s' below %s among the %zu the daemon watches", p, root,
                                          api_cgroups_watched(m->observer));
         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_CGROUP,
                                  "No unit '%s' among the %zu cgroups the daemon watches (a unit is found by the "
                                  "last component of its cgroup path; a path starting with '/' names a cgroup)",
                                  what, api_cgroups_watched(m->observer));
+}
+
+/* A cgroup path (relative to the root, or below the root's mount path) or a unit name, in the escaped
+ * form of names (name-escape.h): what the daemon shows is what it takes back. */
+int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error) {
+        const char *root = m->observer->root->path, *path;
+        _cleanup_free_ char *raw = NULL;
+        CgEntry *hit = NULL, *other = NULL;
+        size_t rl = strlen(root), found;
+        int r;
+
+        r = name_unescape(what, &raw);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "'%s' holds \\000, a NUL byte: no cgroup is named so", what);
+        if (r < 0)
+                return r;
+        path = raw;
+        if (raw[0] == '/' && rl > 1 && strncmp(raw, root, rl) == 0 && (raw[rl] == '/' || !raw[rl]))
+                path = raw[rl] ? raw + rl : "/";
+        found = find_cgroups(m, path, &hit, &other);
+        if (found == 1) {
+                *ret = hit;
+                return 0;
+        }
+        if (found > 1)
+                return ambiguous(error, what, found, hit, other);
+        return no_such_cgroup(m, error, what, path);
 }

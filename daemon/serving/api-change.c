@@ -16,6 +16,7 @@
 #include "api.h"
 #include "conf.h"
 #include "message-ids.h"
+#include "name-escape.h"
 #include "policy-store.h"
 #include "util.h"
 
@@ -213,6 +214,22 @@ static void record_policy_change(EventLog *events, const PolicyJob *j, const Pol
                       j->change->remove ? "" : ": ", j->change->remove ? "" : q->summary);
 }
 
+/* The file, and what the policy does now that the configuration is reloaded with it. */
+static int reply_policy_changed(Api *s, sd_bus_message *msg, const PolicyJob *j) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        int k;
+
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_append(r, "s", j->path);
+        if (k >= 0)
+                k = api_append_policy_outcome(r, s->manager, j->change->name);
+        if (k < 0)
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_FAILED, "%s was written and is in force, but the "
+                                                  "answer could not be built: %s", j->path, strerror(-k));
+        return sd_bus_send(NULL, r, NULL);
+}
+
 static void on_policy_done(PolicyJob *j, void *userdata) {
         Api *s = userdata;
         PolicyRequest *q = j->userdata;
@@ -226,7 +243,7 @@ static void on_policy_done(PolicyJob *j, void *userdata) {
                                                           "(see the journal); the running one stays in force",
                                                           j->path);
                 else
-                        (void) sd_bus_reply_method_return(q->msg, "s", j->path);
+                        (void) reply_policy_changed(s, q->msg, j);
         } else {
                 if (j->result == -EINVAL)
                         name = BUS_ERROR_INVALID_POLICY;
@@ -309,7 +326,11 @@ int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 
 /* ---- acting on request ---- */
 
-static int act_error(sd_bus_error *error, int r, const char *what, const char *path) {
+static int act_error(sd_bus_error *error, int r, const char *what, const CgEntry *e) {
+        _cleanup_free_ char *path = name_escape(e->cg->path);
+
+        if (!path)
+                return -ENOMEM;
         if (r == -EPERM)
                 return sd_bus_error_setf(error, BUS_ERROR_REFUSED, "mdreclaimd does not %s %s: it never acts on "
                                          "its own cgroup or init.scope", what, path);
@@ -339,21 +360,25 @@ int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         PointContext ctx = manager_context(m);
         char reason[64];
         uint64_t bytes;
+        _cleanup_free_ char *name = NULL;
         int cache_only, k;
         CgEntry *e;
 
         k = act_prepare(msg, c, "reclaiming memory", &e, error);
         if (k < 0)
                 return k;
+        name = name_escape(e->cg->path);
+        if (!name)
+                return -ENOMEM;
         k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
         if (k < 0)
                 return k;
         snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
         k = alloc_runner_reclaim(&m->alloc_runner, &ctx, e, bytes ? bytes : UINT64_MAX, cache_only, reason);
         if (k < 0)
-                return act_error(error, k, "reclaim memory of", e->cg->path);
+                return act_error(error, k, "reclaim memory of", e);
         return reply_text(msg, "Reclaim from %s queued (%s%s); its result comes as a "
-                                           "'reclaim' event", e->cg->path, bytes ? "a set size" : "all reclaimable",
+                                           "'reclaim' event", name, bytes ? "a set size" : "all reclaimable",
                                            cache_only ? ", cache only" : "");
 }
 
@@ -414,12 +439,16 @@ int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = api_of(c)->manager;
         PointContext ctx = manager_context(m);
         char reason[64];
+        _cleanup_free_ char *name = NULL;
         int wait, k;
         CgEntry *e;
 
         k = act_prepare(msg, c, "starting writeback", &e, error);
         if (k < 0)
                 return k;
+        name = name_escape(e->cg->path);
+        if (!name)
+                return -ENOMEM;
         k = sd_bus_message_read(msg, "b", &wait);
         if (k < 0)
                 return k;
@@ -429,11 +458,12 @@ int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
         k = write_runner_writeback(&ctx, e, reason);
         if (k < 0)
-                return act_error(error, k, "write back", e->cg->path);
+                return act_error(error, k, "write back", e);
         if (!wait)
                 return reply_text(msg, "Writeback of %s queued; its result comes as a "
-                                                   "'writeback' event", e->cg->path);
-        k = waiter_add(api_of(c), msg, "writeback", e->cg->path);
+                                                   "'writeback' event", name);
+        /* The event names it escaped, as the ring keeps it. */
+        k = waiter_add(api_of(c), msg, "writeback", name);
         return k < 0 ? k : 1;
 }
 
@@ -460,6 +490,7 @@ static int release_error(sd_bus_error *error, int r, const char *what) {
 int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         BusConnection *c = userdata;
         Manager *m = api_of(c)->manager;
+        _cleanup_free_ char *name = NULL;
         const char *target, *what = "every cgroup";
         char who[LEDGER_WHO_MAX], span[32];
         CgEntry *e = NULL;
@@ -478,8 +509,8 @@ int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                                          span_text(span, BUS_RELEASE_MAX_USEC));
         if (*target && (k = api_resolve(m, target, &e, error)) < 0)
                 return k;
-        if (e)
-                what = e->cg->path;
+        if (e && !(what = name = name_escape(e->cg->path)))
+                return -ENOMEM;
         snprintf(who, sizeof(who), "uid %u (pid %d)", (unsigned) c->creds.uid, (int) c->creds.pid);
         k = actuator_release(m->actuator, e ? e->cg->id : 0, now_usec(CLOCK_REALTIME) + usec, who);
         if (k < 0)

@@ -14,8 +14,10 @@
 #include "api.h"
 #include "build-config.h"
 #include "bus-reply.h"
+#include "nearest.h"
 #include "policy-format.h"
 #include "policy-store.h"
+#include "unit-name.h"
 #include "util.h"
 
 static int append_policy_keys(sd_bus_message *r) {
@@ -81,19 +83,19 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_u64(r, "started_realtime_usec", api_of(c)->started_realtime_usec);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "cgroup_root", m->observer->root->path);
+        k = bus_dict_name(r, "cgroup_root", m->observer->root->path);
         if (k < 0)
                 return k;
         k = sd_bus_message_append(r, "{sv}", "cgroup_root_is_cgroup2", "b", (int) m->observer->root->is_cgroup2);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
+        k = bus_dict_name(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "control_socket", c->transport->path);
+        k = bus_dict_name(r, "control_socket", c->transport->path);
         if (k < 0)
                 return k;
-        k = bus_dict_strv(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
+        k = bus_dict_namev(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
         if (k < 0)
                 return k;
         if (group && (k = bus_dict_str(r, "admin_group", group)) < 0)
@@ -206,12 +208,78 @@ static size_t policy_cgroups(const Observer *o, const Policy *p, const char **pa
         return n;
 }
 
+/* The unit names nearest to the first literal Match= pattern that has any: what the caller may have meant. */
+static void nearest_units(const Observer *o, const Policy *p, NearestNames *ret) {
+        nearest_names_init(ret, "");
+        for (size_t i = 0; i < p->n_matches && ret->n == 0; i++) {
+                const char *pat = p->matches[i].pattern;
+                const char *want = pat[0] == '/' ? cgroup_path_unit(pat) : pat;
+
+                if (!want || strpbrk(pat, "*?["))
+                        continue;
+                nearest_names_init(ret, want);
+                for (size_t k = 0; k < o->cgroups.n; k++) {
+                        const CgEntry *e = &o->cgroups.entries[k];
+                        if (!e->gone && e->unit)
+                                nearest_names_offer(ret, e->unit);
+                }
+        }
+}
+
+/* The first cgroup the policy's patterns match that another policy governs (a more specific match), and how many. */
+static size_t policy_shadowed(const Observer *o, const Policy *p, const CgEntry **ret_first) {
+        size_t n = 0;
+
+        *ret_first = NULL;
+        for (size_t i = 0; i < o->cgroups.n; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                if (e->gone || !e->policy || e->policy == p || policy_match_score(p, e->cg->path, e->unit) == 0)
+                        continue;
+                if (n++ == 0)
+                        *ret_first = e;
+        }
+        return n;
+}
+
+int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *name) {
+        const char *paths[API_OUTCOME_PATHS_MAX];
+        const Policy *p = NULL;
+        const CgEntry *first;
+        NearestNames near;
+        size_t n, shadowed;
+        int k;
+
+        for (size_t i = 0; i < m->config->n_policies && !p; i++)
+                if (streq(m->config->policies[i]->name, name))
+                        p = m->config->policies[i];
+        k = sd_bus_message_open_container(r, 'a', "{sv}");
+        if (k < 0 || !p)        /* removed: nothing governed by it to tell */
+                return k < 0 ? k : sd_bus_message_close_container(r);
+        n = policy_cgroups(m->observer, p, paths, ELEMENTSOF(paths));
+        shadowed = policy_shadowed(m->observer, p, &first);
+        if (n == 0)
+                nearest_units(m->observer, p, &near);
+        if ((k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode))) < 0 ||
+            (k = sd_bus_message_append(r, "{sv}", "mode_default", "b", (int) (p->mode_line == 0))) < 0 ||
+            (k = bus_dict_u64(r, "cgroups", n)) < 0 ||
+            (k = bus_dict_strv(r, "cgroup_paths", paths, MIN(n, ELEMENTSOF(paths)))) < 0)
+                return k;
+        if (shadowed > 0 &&
+            ((k = bus_dict_u64(r, "shadowed", shadowed)) < 0 ||
+             (k = bus_dict_str(r, "shadowed_path", first->cg->path)) < 0 ||
+             (k = bus_dict_str(r, "shadowed_by", first->policy->name)) < 0))
+                return k;
+        if (n == 0 && (k = bus_dict_strv(r, "nearest_units", near.names, near.n)) < 0)
+                return k;
+        return sd_bus_message_close_container(r);
+}
+
 static int append_matches(sd_bus_message *r, const Policy *p) {
         const char *v[POLICY_MATCH_MAX];
 
         for (size_t i = 0; i < p->n_matches && i < POLICY_MATCH_MAX; i++)
                 v[i] = p->matches[i].pattern;
-        return bus_dict_strv(r, "matches", v, MIN(p->n_matches, (size_t) POLICY_MATCH_MAX));
+        return bus_dict_namev(r, "matches", v, MIN(p->n_matches, (size_t) POLICY_MATCH_MAX));
 }
 
 static int append_policy_brief(sd_bus_message *r, const Observer *o, const Policy *p) {
@@ -220,7 +288,7 @@ static int append_policy_brief(sd_bus_message *r, const Observer *o, const Polic
         k = bus_dict_str(r, "name", p->name);
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "file", p->file);
+        k = bus_dict_name(r, "file", p->file);
         if (k < 0)
                 return k;
         k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode));
@@ -323,7 +391,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         k = append_policy_brief(r, m->observer, p);
         if (k < 0)
                 return k;
-        k = bus_dict_strv(r, "cgroup_paths", paths, n);
+        k = bus_dict_namev(r, "cgroup_paths", paths, n);
         if (k < 0)
                 return k;
         k = append_settings(r, p, &m->config->daemon);
@@ -397,13 +465,13 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
         char dev[32];
         int k;
 
-        k = bus_dict_str(r, "path", t->path);
+        k = bus_dict_name(r, "path", t->path);
         if (k < 0)
                 return k;
         k = bus_dict_u64(r, "id", t->cgroup_id);
         if (k < 0)
                 return k;
-        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+        if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
         k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
         if (k < 0 || t->kind != THROTTLE_IO_WBPS)
@@ -434,10 +502,10 @@ static int throttle_story(sd_bus_message *r, Manager *m, const ThrottleEntry *t)
                 return k;
         if (t->since_usec && (k = bus_dict_u64(r, "since_realtime_usec", t->since_usec)) < 0)
                 return k;
-        k = bus_dict_str(r, "reason", request_texts(t, false, text, sizeof(text)));
+        k = bus_dict_name(r, "reason", request_texts(t, false, text, sizeof(text)));
         if (k < 0)
                 return k;
-        k = bus_dict_str(r, "lifts_when", request_texts(t, true, text, sizeof(text)));
+        k = bus_dict_name(r, "lifts_when", request_texts(t, true, text, sizeof(text)));
         if (k < 0 || !h)
                 return k;
         return bus_dict_u64(r, "released_until_usec", h->until_usec);
@@ -450,10 +518,10 @@ static int append_release(sd_bus_message *r, Manager *m, const LedgerHold *h) {
         int k;
 
         snprintf(reason, sizeof(reason), "released by %s", h->who);
-        k = bus_dict_str(r, "path", h->path);
+        k = bus_dict_name(r, "path", h->path);
         if (k < 0)
                 return k;
-        if (unit && (k = bus_dict_str(r, "unit", unit)) < 0)
+        if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
         k = bus_dict_u64(r, "since_realtime_usec", h->since_usec);
         if (k < 0)

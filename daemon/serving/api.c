@@ -48,9 +48,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Unsubscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(assignments),
-                                 "s", SD_BUS_PARAM(file), method_set_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "sa{sv}", SD_BUS_PARAM(file) SD_BUS_PARAM(outcome), method_set_policy,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("UnsetPolicy", "sas", SD_BUS_PARAM(name) SD_BUS_PARAM(keys),
-                                 "s", SD_BUS_PARAM(file), method_unset_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "sa{sv}", SD_BUS_PARAM(file) SD_BUS_PARAM(outcome), method_unset_policy,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Reclaim", "stb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(bytes)
                                  SD_BUS_PARAM(cache_only), "s", SD_BUS_PARAM(result), method_reclaim,

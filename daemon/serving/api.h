@@ -84,8 +84,17 @@ const char *api_config_root(const Api *a);
 bool api_caller_is_admin(BusConnection *c);
 /* 0 if the caller may `what`; otherwise AccessDenied, saying who may. */
 int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
-/* A unit name or cgroup path to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
+/* A unit name or cgroup path, in the escaped form of names, to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
 int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
+/*
+ * What a policy change did, as an a{sv} appended to r (docs/control-api.md,
+ * SetPolicy): the policy's mode and whether it is the default, how many
+ * cgroups it governs and the first API_OUTCOME_PATHS_MAX, those its patterns
+ * match that a more specific policy governs, and when it governs none the
+ * nearest unit names watched. Empty for a policy no longer loaded.
+ */
+#define API_OUTCOME_PATHS_MAX 5
+int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *name);
 /* Cgroups watched (not found gone). */
 size_t api_cgroups_watched(const Observer *o);
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "bus-reply.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "name-escape.h"
 #include "policy.h"
 #include "util.h"
 
@@ -29,7 +32,26 @@ int bus_dict_str(sd_bus_message *m, const char *key, const char *v) {
         return sd_bus_message_append(m, "{sv}", key, "s", v);
 }
 
-int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n) {
+int bus_dict_name(sd_bus_message *m, const char *key, const char *v) {
+        _cleanup_free_ char *e = NULL;
+
+        if (name_is_plain(v))
+                return bus_dict_str(m, key, v);
+        e = name_escape(v);
+        return e ? bus_dict_str(m, key, e) : -ENOMEM;
+}
+
+/* One string of an array, escaped if it is a name. */
+static int append_item(sd_bus_message *m, const char *v, bool name) {
+        _cleanup_free_ char *e = NULL;
+
+        if (!name || name_is_plain(v))
+                return sd_bus_message_append(m, "s", v);
+        e = name_escape(v);
+        return e ? sd_bus_message_append(m, "s", e) : -ENOMEM;
+}
+
+static int dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n, bool names) {
         int r;
 
         r = sd_bus_message_open_container(m, 'e', "sv");
@@ -45,7 +67,7 @@ int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size
         if (r < 0)
                 return r;
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "s", v[i]);
+                r = append_item(m, v[i], names);
         if (r < 0)
                 return r;
         r = sd_bus_message_close_container(m);
@@ -55,6 +77,14 @@ int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);
+}
+
+int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n) {
+        return dict_strv(m, key, v, n, false);
+}
+
+int bus_dict_namev(sd_bus_message *m, const char *key, const char *const *v, size_t n) {
+        return dict_strv(m, key, v, n, true);
 }
 
 int bus_dict_open(sd_bus_message *m, const char *key) {
@@ -167,13 +197,13 @@ static int stall(sd_bus_message *m, const char *key, bool have, const StallDelta
 static int identity(sd_bus_message *m, const CgEntry *e) {
         int r;
 
-        r = bus_dict_str(m, "path", e->cg->path);
+        r = bus_dict_name(m, "path", e->cg->path);
         if (r < 0)
                 return r;
         r = bus_dict_u64(m, "id", e->cg->id);
         if (r < 0)
                 return r;
-        if (e->unit && (r = bus_dict_str(m, "unit", e->unit)) < 0)
+        if (e->unit && (r = bus_dict_name(m, "unit", e->unit)) < 0)
                 return r;
         if (e->policy && (r = bus_dict_str(m, "policy", e->policy->name)) < 0)
                 return r;

@@ -24,6 +24,10 @@ int bus_dict_str(sd_bus_message *m, const char *key, const char *v);
 /* A limit (memory.high, a wbps): a number, or "max" for UINT64_MAX. */
 int bus_dict_limit(sd_bus_message *m, const char *key, uint64_t v);
 int bus_dict_strv(sd_bus_message *m, const char *key, const char *const *v, size_t n);
+/* A cgroup path, a unit name or a line of text that may hold them, in the escaped form of names
+ * (name-escape.h): D-Bus carries only valid UTF-8, the kernel's names may be any bytes. */
+int bus_dict_name(sd_bus_message *m, const char *key, const char *v);
+int bus_dict_namev(sd_bus_message *m, const char *key, const char *const *v, size_t n);
 /* Opens a nested a{sv} under `key`; close with bus_dict_close(). */
 int bus_dict_open(sd_bus_message *m, const char *key);
 int bus_dict_close(sd_bus_message *m);

@@ -16,7 +16,6 @@
 #include "new-file.h"
 
 /* Hidden and not *.prom: the collector never reads it. */
-#define METRICS_FILE_TMP "." METRICS_FILE_NAME ".tmp"
 /* A write() blocked longer than this is interrupted (an fsync is not: it ends when the disk is done). */
 #define METRICS_FILE_BUDGET_USEC (10 * USEC_PER_SEC)
 
@@ -39,15 +38,24 @@ typedef struct FileTask {
 
 /* ---- in the queue's thread ---- */
 
-static int put_text(FILE *f, void *userdata) {
-        const FileTask *ft = userdata;
+typedef struct Text {
+        const char *text;
+        size_t size;
+} Text;
 
-        return fwrite(ft->text, 1, ft->size, f) == ft->size ? 0 : negative_errno();
+static int write_text(FILE *f, void *userdata) {
+        const Text *t = userdata;
+
+        return fwrite(t->text, 1, t->size, f) == t->size ? 0 : -EIO;
 }
 
-/* Written whole, fsynced, readable by the collector's user, renamed into place. */
-static int write_file(const FileTask *ft) {
-        return replace_file(ft->dir, METRICS_FILE_NAME, METRICS_FILE_TMP, 0644, true, put_text, (void *) ft);
+/* Replaced whole (file_replace: "mdreclaim.prom.tmp" first, which the collector does not read). */
+static int write_file(const char *dir, const char *text, size_t size) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%s", dir, METRICS_FILE_NAME) < 0)
+                return -ENOMEM;
+        return file_replace(path, 0644, write_text, &(Text) { text, size });
 }
 
 static void remove_file(const char *dir) {
@@ -65,7 +73,7 @@ static void task_run(Task *t) {
         if (ft->old_dir)
                 remove_file(ft->old_dir);
         if (ft->dir)
-                ft->result = write_file(ft);
+                ft->result = write_file(ft->dir, ft->text, ft->size);
 }
 
 /* ---- on the loop ---- */

@@ -4,14 +4,9 @@
  * (# TYPE, # UNIT, # HELP), its samples with their labels, and the # EOF that
  * ends an exposition. Pure: strings in, text out.
  *
- * A label value is made valid UTF-8 first, reversibly, then escaped as the
- * format wants (backslash, double quote, newline): a byte that is not part
- * of valid UTF-8 becomes the four characters \xHH (lowercase hex), and a
- * backslash that would read as such an escape (\x followed by two hex digits
- * of 80 to ff, or 5c) becomes \x5c. Reading \xHH of 80..ff as that byte and
- * \x5c as a backslash, and everything else as it stands, gives the original
- * bytes back. Any other name, systemd's own \x2d escapes included, is left
- * as it is.
+ * A label value is written in the escaped form of names (name-escape.h:
+ * valid UTF-8 without control characters, reversibly), then escaped as the
+ * format wants (backslash, double quote).
  */
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json-out.h"
+#include "name-escape.h"
 #include "parse-util.h"
 #include "policy.h"
 #include "util.h"
@@ -137,9 +138,12 @@ static void cgroup_json(FILE *f, const Observer *o, const CgEntry *e) {
         static const CgroupSample empty;
 
         fputs("{\"path\":", f);
-        json_string(f, e->cg->path);
+        json_name(f, e->cg->path);
         fprintf(f, ",\"id\":%" PRIu64 ",\"unit\":", e->cg->id);
-        json_string_or_null(f, e->unit);
+        if (e->unit)
+                json_name(f, e->unit);
+        else
+                fputs("null", f);
         fputs(",\"policy\":", f);
         json_string_or_null(f, e->policy ? e->policy->name : NULL);
         limits_json(f, &e->limits);
@@ -219,7 +223,7 @@ static void system_json(FILE *f, const Observer *o) {
 
 void report_json(const Observer *o, FILE *f) {
         fputs("{\"cgroup_root\":", f);
-        json_string(f, o->root->path);
+        json_name(f, o->root->path);
         fputs(",\"page_size\":", f);
         fprintf(f, "%" PRIu64 ",\"system\":", o->page_size);
         system_json(f, o);
@@ -253,11 +257,12 @@ static const char *cell_rate(char *buf, bool have, uint64_t v) {
         return buf;
 }
 
-#define TABLE_FORMAT "%-9s %-9s %-9s %-9s %-9s %-10s %-8s %-8s %s\n"
+/* The cgroup last, in the escaped form of names. */
+#define TABLE_FORMAT "%-9s %-9s %-9s %-9s %-9s %-10s %-8s %-8s "
 
 void report_table(const Observer *o, FILE *f) {
-        fprintf(f, TABLE_FORMAT, "MEMORY", "FILE", "DIRTY+WB", "SLAB_RECL", "RECLAIM~", "WRITE",
-                "MEM_STL", "IO_STL", "CGROUP");
+        fprintf(f, TABLE_FORMAT "CGROUP\n", "MEMORY", "FILE", "DIRTY+WB", "SLAB_RECL", "RECLAIM~", "WRITE",
+                "MEM_STL", "IO_STL");
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 const CgEntry *e = &o->cgroups.entries[i];
                 const CgroupSample *s = cg_entry_sample(e);
@@ -277,7 +282,8 @@ void report_table(const Observer *o, FILE *f) {
                         cell_size(x, stat, sample_reclaimable_bytes(s)),
                         cell_rate(w, g->valid && (s->have & SAMPLE_IO_STAT), g->write_rate),
                         cell_stall(m, g->valid && g->have_memory_stall, &g->memory_stall),
-                        cell_stall(io, g->valid && g->have_io_stall, &g->io_stall),
-                        e->cg->path);
+                        cell_stall(io, g->valid && g->have_io_stall, &g->io_stall));
+                name_fputs(e->cg->path, f);
+                fputc('\n', f);
         }
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "name-escape.h"
 #include "util.h"
 
 void event_log_init(EventLog *l) {
@@ -14,8 +15,9 @@ void event_log_init(EventLog *l) {
         l->failures = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 10);
 }
 
+/* In the escaped form of names (the ring is what the control API sends), cut at a character's end. */
 static void copy(char *dst, size_t size, const char *src) {
-        snprintf(dst, size, "%s", src ? src : "");
+        name_escape_into(dst, size, src ? src : "");
 }
 
 const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
@@ -43,15 +45,22 @@ const Event *event_log_get(const EventLog *l, uint64_t seq) {
 }
 
 void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) {
-        char message[EVENT_TEXT_MAX];
+        char message[EVENT_TEXT_MAX * 4];
+        _cleanup_free_ char *cgroup = ev->cgroup ? name_escape(ev->cgroup) : NULL;
+        _cleanup_free_ char *unit = ev->unit ? name_escape(ev->unit) : NULL;
+        LogEvent logged = *ev;
         const Event *e;
         va_list ap;
 
         va_start(ap, format);
         vsnprintf(message, sizeof(message), format, ap);
         va_end(ap);
-        log_event(ev, "%s", message);
         e = event_log_add(l, now_usec(CLOCK_REALTIME), ev->level, ev->action, ev->cgroup, ev->unit, message);
+        /* The journal gets the names escaped as the API sends them: whole (cut as the ring keeps
+         * them when there was no memory for a whole copy). */
+        logged.cgroup = ev->cgroup ? cgroup ?: e->cgroup : NULL;
+        logged.unit = ev->unit ? unit ?: e->unit : NULL;
+        log_event(&logged, "%s", e->message);
         if (l->hook)
                 l->hook(e, l->hook_userdata);
 }

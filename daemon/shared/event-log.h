@@ -40,7 +40,8 @@ typedef struct EventLog {
 /* Zeroes the ring once (the caller's storage may be uninitialised). */
 void event_log_init(EventLog *l);
 
-/* Appends an event (strings may be NULL; longer ones are cut) and returns it. */
+/* Appends an event (strings may be NULL; cgroup, unit and message are kept in the escaped form of
+ * names, name-escape.h, and cut at a character's end when too long) and returns it. */
 const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
                            const char *cgroup, const char *unit, const char *message);
 

@@ -3,28 +3,60 @@
 
 #include <inttypes.h>
 
+#include "name-escape.h"
+
+/* One byte as it stands between JSON's quotes. */
+static void json_char(FILE *f, unsigned char c) {
+        switch (c) {
+        case '"':
+                fputs("\\\"", f);
+                break;
+        case '\\':
+                fputs("\\\\", f);
+                break;
+        case '\n':
+                fputs("\\n", f);
+                break;
+        case '\t':
+                fputs("\\t", f);
+                break;
+        default:
+                if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\u%04x", c);
+                else
+                        fputc(c, f);
+        }
+}
+
+static void json_chars(FILE *f, const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                json_char(f, *p);
+}
+
 void json_string(FILE *f, const char *s) {
         fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                switch (*p) {
-                case '"':
-                        fputs("\\\"", f);
-                        break;
-                case '\\':
-                        fputs("\\\\", f);
-                        break;
-                case '\n':
-                        fputs("\\n", f);
-                        break;
-                case '\t':
-                        fputs("\\t", f);
-                        break;
-                default:
-                        if (*p < 0x20 || *p == 0x7f)
-                                fprintf(f, "\\u%04x", *p);
-                        else
-                                fputc(*p, f);
-                }
+        while (*s) {
+                char piece[NAME_PIECE_MAX];
+                size_t n = name_escape_piece(s, piece);
+
+                /* Text keeps its backslashes and control characters (JSON has its own escapes for
+                 * them); only a byte that is not UTF-8 takes the escape of names. */
+                if ((unsigned char) *s < 0x80)
+                        json_char(f, (unsigned char) *s);
+                else
+                        json_chars(f, piece);
+                s += n;
+        }
+        fputc('"', f);
+}
+
+void json_name(FILE *f, const char *s) {
+        fputc('"', f);
+        while (*s) {
+                char piece[NAME_PIECE_MAX];
+
+                s += name_escape_piece(s, piece);
+                json_chars(f, piece);
         }
         fputc('"', f);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The little JSON the daemon prints: quoted, escaped strings and numbers or
- * null. Enough for --sample-once; not a general JSON library.
+ * null. Enough for --sample-once; not a general JSON library. Whatever the
+ * bytes, the output is valid JSON: a name is written in its escaped form
+ * (name-escape.h), and in text a byte that is not UTF-8 is written the same way.
  */
 #pragma once
 
@@ -9,7 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Text: JSON's escapes for quotes, backslashes and control characters. */
 void json_string(FILE *f, const char *s);
+/* A cgroup path or unit name as the kernel gives it, in its escaped form. */
+void json_name(FILE *f, const char *s);
 /* A string or null. */
 void json_string_or_null(FILE *f, const char *s);
 /* A number, or null if !have. */

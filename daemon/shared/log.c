@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
+#include "name-escape.h"
 #include "util.h"
 
 static int max_level = LOG_INFO;
@@ -52,7 +53,7 @@ int log_internal(int level, int error, const char *format, ...) {
         int err = error < 0 ? -error : error;
 
         if (level <= max_level) {
-                char buf[2048];
+                char buf[2048], line[sizeof(buf) * 2];
                 va_list ap;
 
                 /* %m in the format refers to the error passed in. */
@@ -60,7 +61,10 @@ int log_internal(int level, int error, const char *format, ...) {
                 va_start(ap, format);
                 vsnprintf(buf, sizeof(buf), format, ap);
                 va_end(ap);
-                fprintf(stderr, "<%d>%s\n", level, buf);
+                /* One line of valid UTF-8 whatever a cgroup is named: a newline in a name could
+                 * otherwise start a line of its own, with a priority of its own, in the journal. */
+                name_escape_into(line, sizeof(line), buf);
+                fprintf(stderr, "<%d>%s\n", level, line);
         }
         return -err;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "new-file.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -23,35 +24,42 @@ int new_file_at(int dfd, const char *name, mode_t mode, FILE **ret) {
         return 0;
 }
 
-static int write_tmp(int dfd, const char *tmp, mode_t mode, bool sync, FileWriter write, void *userdata) {
+static int write_synced(int dfd, const char *name, mode_t mode, int (*write)(FILE *f, void *userdata),
+                        void *userdata) {
         _cleanup_fclose_ FILE *f = NULL;
-        int r;
+        int r = new_file_at(dfd, name, mode, &f);
 
-        if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
-                return negative_errno();
-        r = new_file_at(dfd, tmp, mode, &f);
         if (r < 0)
                 return r;
         r = write(f, userdata);
         if (r < 0)
                 return r;
-        /* The mode as asked, whatever the umask. */
-        if (fflush(f) != 0 || fchmod(fileno(f), mode) < 0 || (sync && fsync(fileno(f)) < 0))
+        /* The mode asked for, whatever the umask: the metrics textfile is read by another user. */
+        if (fflush(f) != 0 || fchmod(fileno(f), mode) < 0 || fsync(fileno(f)) < 0)
                 return negative_errno();
         return fclose(TAKE_PTR(f)) != 0 ? negative_errno() : 0;
 }
 
-int replace_file(const char *dir, const char *name, const char *tmp, mode_t mode, bool sync, FileWriter write,
-                 void *userdata) {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+int file_replace(const char *path, mode_t mode, int (*write)(FILE *f, void *userdata), void *userdata) {
+        _cleanup_free_ char *dir = NULL, *tmp = NULL;
+        _cleanup_close_ int dfd = -1;
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
         int r;
 
+        dir = slash ? strndup(path, MAX((size_t) (slash - path), (size_t) 1)) : strdup(".");
+        if (!dir || asprintf(&tmp, "%s.tmp", base) < 0)
+                return -ENOMEM;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return negative_errno();
-        r = write_tmp(dfd, tmp, mode, sync, write, userdata);
-        if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+        if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        r = write_synced(dfd, tmp, mode, write, userdata);
+        if (r >= 0 && renameat(dfd, tmp, dfd, base) < 0)
                 r = negative_errno();
-        if (r < 0)
+        if (r < 0) {
                 (void) unlinkat(dfd, tmp, 0);
-        return r;
+                return r;
+        }
+        return fsync(dfd) < 0 ? negative_errno() : 0;
 }

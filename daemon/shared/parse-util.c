@@ -58,36 +58,89 @@ int parse_uint_range(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
-static int size_suffix_shift(const char *s, unsigned *ret_shift) {
-        static const struct { char c; unsigned shift; } table[] = {
-                { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 },
-        };
-        unsigned shift = 0;
+/*
+ * Sizes as systemd reads them in unit files (MemoryMax=, parse_size() with
+ * base 1024): one or more terms, each a decimal number with an optional
+ * fraction and an optional suffix E, P, T, G, M, K (powers of 1024) or B
+ * (bytes), upper case only; the terms add up and their suffixes must descend
+ * ("1G 512M"). Spaces may lead a term and separate a number from its suffix;
+ * nothing may trail. A fraction is taken of its suffix's unit and what is
+ * below a byte is dropped ("1.5K" is 1536, "0.5" is 0); a fraction is computed
+ * in double precision, as systemd does, so that both give the same bytes.
+ */
+static const struct {
+        char suffix;            /* '\0': none, bytes */
+        unsigned shift;
+} size_units[] = {
+        { 'E', 60 }, { 'P', 50 }, { 'T', 40 }, { 'G', 30 }, { 'M', 20 }, { 'K', 10 }, { 'B', 0 }, { '\0', 0 },
+};
 
-        if (*s) {
-                bool found = false;
-                for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                        if (toupper((unsigned char) *s) == table[i].c) {
-                                shift = table[i].shift;
-                                found = true;
-                                s++;
-                                break;
-                        }
-                if (found && *s == 'i')
-                        s++;
-                if (*s == 'B')
-                        s++;
-        }
-        if (*s != '\0')
+static bool size_space(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The digits after a '.', as systemd weighs them: a double, divided by ten per digit. */
+static const char *parse_size_fraction(const char *s, double *ret) {
+        uint64_t digits;
+        const char *e;
+        double f;
+
+        *ret = 0;
+        if (!isdigit((unsigned char) *s))
+                return s;       /* "10.M" is 10M */
+        e = parse_digits(s, &digits);
+        if (!e)
+                return NULL;    /* more digits than 64 bits hold */
+        f = (double) digits;
+        for (; s < e; s++)
+                f /= 10;
+        *ret = f;
+        return e;
+}
+
+/* One term at *p, suffixes from size_units[*next] on; adds it to *total. */
+static int parse_size_term(const char **p, size_t *next, uint64_t *total) {
+        const char *s = *p;
+        uint64_t whole, factor, bytes;
+        double frac = 0;
+        size_t i;
+
+        while (size_space(*s))
+                s++;
+        if (*s == '+')
+                s++;
+        else if (*s == '-')
+                return isdigit((unsigned char) s[1]) ? -ERANGE : -EINVAL;
+        if (!isdigit((unsigned char) *s))
                 return -EINVAL;
-        *ret_shift = shift;
+        s = parse_digits(s, &whole);
+        if (!s)
+                return -ERANGE;
+        if (*s == '.' && !(s = parse_size_fraction(s + 1, &frac)))
+                return -ERANGE;
+        while (size_space(*s))
+                s++;
+        for (i = *next; i < ELEMENTSOF(size_units); i++)
+                if (size_units[i].suffix == '\0' || *s == size_units[i].suffix)
+                        break;
+        if (i == ELEMENTSOF(size_units))
+                return -EINVAL;
+        factor = UINT64_C(1) << size_units[i].shift;
+        if (whole + (frac > 0) > UINT64_MAX / factor)
+                return -ERANGE;
+        bytes = whole * factor + (uint64_t) (frac * (double) factor);
+        if (bytes > UINT64_MAX - *total)
+                return -ERANGE;
+        *total += bytes;
+        *p = s + (size_units[i].suffix != '\0');
+        *next = i + 1;
         return 0;
 }
 
 int parse_size(const char *s, bool allow_max, uint64_t *ret) {
-        uint64_t whole, num, den;
-        unsigned shift;
-        const char *p;
+        uint64_t total = 0;
+        size_t next = 0;
+        int r;
 
         if (!s)
                 return -EINVAL;
@@ -95,19 +148,12 @@ int parse_size(const char *s, bool allow_max, uint64_t *ret) {
                 *ret = UINT64_MAX;
                 return 0;
         }
-        p = parse_digits(s, &whole);
-        if (!p)
-                return -EINVAL;
-        p = parse_fraction(p, 3, &num, &den);
-        if (!p || size_suffix_shift(p, &shift) < 0)
-                return -EINVAL;
-        if (shift == 0 && num != 0)
-                return -EINVAL; /* fractional bytes */
-        if (shift > 0 && whole > (UINT64_MAX >> shift))
-                return -ERANGE;
-        if ((whole << shift) > UINT64_MAX - ((num << shift) / den))
-                return -ERANGE;
-        *ret = (whole << shift) + ((num << shift) / den);
+        do {
+                r = parse_size_term(&s, &next, &total);
+                if (r < 0)
+                        return r;
+        } while (*s);
+        *ret = total;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Strict parsers for the values operators write: sizes ("64M"), percentages
+ * Strict parsers for the values operators write: sizes ("64M", as systemd
+ * reads them), percentages
  * ("0.1%"), durations ("500ms"), booleans. Each takes the whole string and
  * rejects anything trailing, so "64M # note" is an error, never 64M.
  */
@@ -12,8 +13,10 @@
 /* Parts per million: 100% is PPM_ONE. Percentages are kept in ppm. */
 #define PPM_ONE UINT32_C(1000000)
 
-/* Decimal bytes with an optional K, M, G, T suffix (powers of 1024, optional
- * trailing "B" or "iB"); "max"/"infinity" gives UINT64_MAX when allow_max. */
+/* A size as systemd parses one in a unit file: "64M", "1.5G", "1G 512M",
+ * "4096", "4096B"; suffixes K, M, G, T, P, E (powers of 1024, upper case) and
+ * B; "max"/"infinity" gives UINT64_MAX when allow_max. -EINVAL for what is not
+ * a size, -ERANGE for one past 64 bits or negative. */
 int parse_size(const char *s, bool allow_max, uint64_t *ret);
 
 /* "12.5%" → 125000 ppm. Up to four decimals; must end in '%'; 0..100%. */

@@ -497,7 +497,7 @@ static int measure_start(Observer *o, const Args *a, Result *res) {
 /* Timed ticks, the daemon's pass and the bare loop alternating which goes first. */
 static int measure_ticks(Observer *o, const Bare *b, const Args *a, Result *res) {
         size_t heap0 = heap_in_use();
-        volatile size_t sink = 0;
+        size_t bare_bytes = 0;
 
         (void) bare_tick(b);
         for (unsigned t = 0; t < a->ticks; t++) {
@@ -508,13 +508,13 @@ static int measure_ticks(Observer *o, const Bare *b, const Args *a, Result *res)
                         c0 = cpu_ns();
                         r = observer_sample(o, monotonic_usec());
                         c1 = cpu_ns();
-                        sink += bare_tick(b);
+                        bare_bytes += bare_tick(b);
                         c2 = cpu_ns();
                         res->tick_cpu_ns += c1 - c0;
                         res->bare_cpu_ns += c2 - c1;
                 } else {
                         c0 = cpu_ns();
-                        sink += bare_tick(b);
+                        bare_bytes += bare_tick(b);
                         c1 = cpu_ns();
                         r = observer_sample(o, monotonic_usec());
                         c2 = cpu_ns();
@@ -524,6 +524,10 @@ static int measure_ticks(Observer *o, const Bare *b, const Args *a, Result *res)
                 if (r < 0)
                         return r;
                 res->ticks++;
+        }
+        if (a->ticks > 0 && bare_bytes == 0) {
+                fprintf(stderr, "bench-observer: the bare loop read nothing, so there is no floor to compare with\n");
+                return -EIO;
         }
         res->heap_growth = (long long) heap_in_use() - (long long) heap0;
         return 0;

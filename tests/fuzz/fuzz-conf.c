@@ -156,6 +156,7 @@ static void check_config(const Config *c, bool policy_root) {
         fuzz_check(ppm_nonzero(d->io_pressure_limit_ppm));
         fuzz_check(ppm_nonzero(d->write_rate_min_ppm));
         fuzz_check(ppm_nonzero(d->global_dirty_guard_ppm));
+        fuzz_check(d->guard_rate_ppm <= 1000000);
         fuzz_check(ppm_nonzero(d->mem_available_min_ppm));
         fuzz_check(interval_in_range(d->throttle_hold_usec));
         fuzz_check(d->log_level >= LOG_EMERG && d->log_level <= LOG_DEBUG);

@@ -52,8 +52,10 @@ static bool split_fraction(const char *s, char **ret_whole, char **ret_unit) {
 
 typedef int (*ValueParser)(const char *s, uint64_t *ret);
 
-/* v parsed from s: the whole part alone gives v - d with 0 <= d < one unit. */
-static void check_fraction(const char *s, uint64_t v, ValueParser parse) {
+/* v parsed from s: the whole part alone gives v - d with 0 <= d < one unit (d <= one unit when
+ * `may_round_up`: sizes weigh a fraction in double precision, as systemd does, and ".99999999999999999999"
+ * rounds to a whole unit there too). */
+static void check_fraction(const char *s, uint64_t v, ValueParser parse, bool may_round_up) {
         _cleanup_free_ char *whole = NULL, *unit = NULL;
         uint64_t w, u;
 
@@ -62,7 +64,7 @@ static void check_fraction(const char *s, uint64_t v, ValueParser parse) {
         fuzz_check(parse(whole, &w) == 0);
         fuzz_check(parse(unit, &u) == 0);
         fuzz_check(v >= w);
-        fuzz_check(v - w < u);
+        fuzz_check(v - w < u || (may_round_up && v - w == u));
 }
 
 static int size_no_max(const char *s, uint64_t *ret) {
@@ -91,7 +93,7 @@ static void check_size(const char *s) {
         snprintf(buf, sizeof(buf), "%" PRIu64, v);
         fuzz_check(parse_size(buf, false, &again) == 0 && again == v);
         fuzz_check(strlen(format_size(human, v)) < FORMAT_SIZE_MAX);
-        check_fraction(s, v, size_no_max);
+        check_fraction(s, v, size_no_max, true);
 }
 
 static int percent_as_u64(const char *s, uint64_t *ret) {
@@ -115,7 +117,7 @@ static void check_percent(const char *s) {
         fuzz_check(s[strlen(s) - 1] == '%');
         snprintf(buf, sizeof(buf), "%" PRIu32 ".%04" PRIu32 "%%", ppm / 10000, ppm % 10000);
         fuzz_check(parse_percent(buf, &again) == 0 && again == ppm);
-        check_fraction(s, ppm, percent_as_u64);
+        check_fraction(s, ppm, percent_as_u64, false);
 }
 
 static void check_duration(const char *s) {
@@ -128,7 +130,7 @@ static void check_duration(const char *s) {
                 return;
         snprintf(buf, sizeof(buf), "%" PRIu64 "us", usec);
         fuzz_check(parse_duration(buf, &again) == 0 && again == usec);
-        check_fraction(s, usec, parse_duration);
+        check_fraction(s, usec, parse_duration, false);
 }
 
 static void check_bool(const char *s) {

@@ -57,6 +57,21 @@ static void test_flat_keyed(void **state) {
         assert_int_equal(PARSE(cg_parse_flat_keyed, " 1\n", keys, 4, v, &found), -EBADMSG);
 }
 
+/* The pass ends with the line that completes the key set. */
+static void test_flat_keyed_stops_at_last_key(void **state) {
+        static const char text[] = "anon 1\nfile 2\nfile_dirty 3\npgscan 4\nnot a line\n";
+        uint64_t v[4] = { 7, 7, 7, 7 }, found;
+
+        assert_int_equal(PARSE(cg_parse_flat_keyed, text, keys, 4, v, &found), 0);
+        assert_int_equal(found, 0xf);
+        assert_int_equal(v[3], 4);
+        /* One key fewer found: the broken line is reached and refused. */
+        assert_int_equal(PARSE(cg_parse_flat_keyed, "anon 1\nfile 2\nnot a line\npgscan 4\n", keys, 4, v, &found),
+                         -EBADMSG);
+        /* No key asked: the whole input is checked. */
+        assert_int_equal(PARSE(cg_parse_flat_keyed, text, keys, 0, NULL, &found), -EBADMSG);
+}
+
 static void test_psi(void **state) {
         PsiStats p;
 
@@ -135,6 +150,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_u64),
                 cmocka_unit_test(test_flat_keyed),
+                cmocka_unit_test(test_flat_keyed_stops_at_last_key),
                 cmocka_unit_test(test_psi),
                 cmocka_unit_test(test_io_stat),
                 cmocka_unit_test(test_meminfo),

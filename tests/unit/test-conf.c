@@ -120,6 +120,7 @@ static void test_good_files(void **state) {
         assert_string_equal(p->name, "web");
         assert_int_equal(p->n_matches, 3);
         assert_int_equal(p->mode, POLICY_MODE_ENFORCE);
+        assert_int_equal(p->mode_line, 4);
         assert_int_equal(p->priority, 80);
         assert_true(p->protect);
         assert_true(p->dirty_background.is_percent);
@@ -136,6 +137,7 @@ static void test_good_files(void **state) {
         p = config_find_policy(c, "/batch.slice", "batch.slice");
         assert_non_null(p);
         assert_int_equal(p->mode, POLICY_MODE_OBSERVE);
+        assert_int_equal(p->mode_line, 0);
         assert_int_equal(p->priority, POLICY_PRIORITY_DEFAULT);
         assert_false(p->protect);
         assert_false(p->dirty_limit.set);
@@ -302,14 +304,95 @@ static void test_errors_name_file_and_line(void **state) {
         ASSERT_DIAG(&d, "bad.conf:7:", "Mode=: expected off, observe or enforce");
         ASSERT_DIAG(&d, "bad.conf:8:", "Protect=: expected yes or no");
         ASSERT_DIAG(&d, "bad.conf:9:", "a unit name cannot contain '/'");
-        ASSERT_DIAG(&d, "bad.conf:10:", "ReclaimStepMax=: expected a size greater than zero");
+        ASSERT_DIAG(&d, "bad.conf:10:", "ReclaimStepMax=0 is below the minimum of 1M: the allocation point asks "
+                    "for no step under 1M");
 
         ASSERT_DIAG(&d, "nomatch.conf", "has no Match=");
         ASSERT_DIAG(&d, "nosection.conf", "no [Policy] section");
         ASSERT_DIAG(&d, "twice.conf:4:", "Mode= given twice in [Policy] (first at line 3)");
-        ASSERT_DIAG(&d, "order.conf", "DirtyBackground= is above DirtyLimit=");
+        ASSERT_DIAG(&d, "order.conf:3:", "DirtyBackground=2G is above DirtyLimit=1G (");
+        ASSERT_DIAG(&d, "order.conf:3:", "order.conf:4); background writeback must start below the limit");
         ASSERT_DIAG(&d, "bad name.conf", "policy name 'bad name'");
         conf_diag_clear(&d);
+}
+
+/* One policy file with `line` after Match=: refused, with `message` at its line 3. */
+static void refused_policy(const char *line, const char *message) {
+        ConfDiag d = {};
+        char content[300];
+
+        snprintf(content, sizeof(content), "[Policy]\nMatch=a.service\n%s\n", line);
+        put("etc/mdreclaim/policies.d/a.conf", content);
+        load_fail(&d);
+        ASSERT_DIAG(&d, "a.conf:3:", message);
+        conf_diag_clear(&d);
+}
+
+static void accepted_policy(const char *line) {
+        char content[300];
+
+        snprintf(content, sizeof(content), "[Policy]\nMatch=a.service\n%s\n", line);
+        put("etc/mdreclaim/policies.d/a.conf", content);
+        config_free(load_ok());
+}
+
+/* Sizes that become a budget, a cap or a reclaim target: a stated minimum, with its reason. */
+static void test_size_minimums(void **state) {
+        refused_policy("DirtyLimit=64", "DirtyLimit=64 is below the minimum of 8M: a smaller dirty budget makes "
+                       "every write of the cgroup wait for the disk");
+        refused_policy("DirtyLimit=0", "DirtyLimit=0 is below the minimum of 8M");
+        refused_policy("DirtyLimit=8191K", "DirtyLimit=8191K is below the minimum of 8M");
+        refused_policy("DirtyLimit=0%", "DirtyLimit=0% is refused: a percentage must be above 0%, and one that "
+                       "comes to less than 8M on a cgroup counts as 8M there");
+        refused_policy("DirtyBackground=1M", "DirtyBackground=1M is below the minimum of 4M: early writeback");
+        refused_policy("WriteRateMin=512K", "WriteRateMin=512K is below the minimum of 1M: a write cap under 1M");
+        refused_policy("WriteRateMin=0%", "WriteRateMin=0% is refused: a percentage must be above 0%");
+        refused_policy("MetadataCacheMax=0", "MetadataCacheMax=0 is below the minimum of 8M: the dentries");
+        refused_policy("ReclaimStepMax=1023K", "ReclaimStepMax=1023K is below the minimum of 1M");
+
+        accepted_policy("DirtyLimit=8M");
+        accepted_policy("DirtyLimit=0.0001%");
+        accepted_policy("DirtyBackground=4M");
+        accepted_policy("WriteRateMin=1M");
+        accepted_policy("MetadataCacheMax=8M");
+        accepted_policy("MetadataCacheMax=max");
+        accepted_policy("MetadataCacheMax=infinity");
+        accepted_policy("ReclaimStepMax=1M");
+        accepted_policy("CacheFloor=0");
+}
+
+/* Every suffix in a file; the slips other tools allow are refused with what to write instead. */
+static void test_size_suffixes_in_files(void **state) {
+        static const struct { const char *v; uint64_t bytes; } ok[] = {
+                { "8388608", UINT64_C(8) << 20 }, { "8388608B", UINT64_C(8) << 20 }, { "8192K", UINT64_C(8) << 20 },
+                { "8M", UINT64_C(8) << 20 }, { "1.5G", UINT64_C(3) << 29 }, { "2T", UINT64_C(2) << 40 },
+                { "3P", UINT64_C(3) << 50 }, { "1E", UINT64_C(1) << 60 }, { "1G 512M", UINT64_C(3) << 29 },
+        };
+        static const struct { const char *v, *hint; } slips[] = {
+                { "64MB", "write 64M" }, { "64mb", "write 64M" }, { "64KiB", "write 64K" }, { "64m", "write 64M" },
+                { "1.5gb", "write 1.5G" },
+        };
+        char line[100], message[400];
+
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                Config *c;
+                char content[200];
+
+                snprintf(content, sizeof(content), "[Policy]\nMatch=a.service\nCacheFloor=%s\n", ok[i].v);
+                put("etc/mdreclaim/policies.d/a.conf", content);
+                c = load_ok();
+                assert_true(c->policies[0]->cache_floor == ok[i].bytes);
+                config_free(c);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(slips); i++) {
+                snprintf(line, sizeof(line), "CacheFloor=%s", slips[i].v);
+                snprintf(message, sizeof(message), "CacheFloor=: expected a size in bytes, optionally with K, M, G, "
+                         "T, P or E (powers of 1024, upper case, as in systemd unit files; e.g. 64M, 1.5G) (0: no "
+                         "floor), got '%s' (%s: suffixes are upper case and take no B or iB)", slips[i].v,
+                         slips[i].hint);
+                refused_policy(line, message);
+        }
+        refused_policy("CacheFloor=lots", "got 'lots'");
 }
 
 static void test_raw_bytes(void **state) {
@@ -370,6 +453,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_history_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_size_minimums, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_size_suffixes_in_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_duplicate_policy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreadable_file, setup, teardown),

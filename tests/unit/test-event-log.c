@@ -46,10 +46,33 @@ static void test_long_strings_are_cut(void **state) {
         assert_int_equal(strlen(e->message), EVENT_TEXT_MAX - 1);
 }
 
+/* What the control API sends: names and messages in their escaped form, valid UTF-8 when cut. */
+static void test_names_are_escaped(void **state) {
+        static EventLog l;
+        char name[EVENT_TEXT_MAX + 8];
+        const Event *e;
+
+        event_log_init(&l);
+        e = event_log_add(&l, 0, 6, "reclaim", "/caf\xe9", "caf\xe9", "freed /caf\xe9\n");
+        assert_string_equal(e->cgroup, "/caf\\351");
+        assert_string_equal(e->unit, "caf\\351");
+        assert_string_equal(e->message, "freed /caf\\351\\012");
+        /* Cut before a character that does not fit whole: no half of \351 or of a UTF-8 sequence. */
+        memset(name, 'x', EVENT_TEXT_MAX - 3);
+        strcpy(name + EVENT_TEXT_MAX - 3, "\xe9");
+        e = event_log_add(&l, 0, 6, "x", name, NULL, NULL);
+        assert_int_equal(strlen(e->cgroup), EVENT_TEXT_MAX - 3);
+        memset(name, 'x', EVENT_TEXT_MAX - 2);
+        strcpy(name + EVENT_TEXT_MAX - 2, "\xc3\xa9");
+        e = event_log_add(&l, 0, 6, "x", name, NULL, NULL);
+        assert_int_equal(strlen(e->cgroup), EVENT_TEXT_MAX - 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ring),
                 cmocka_unit_test(test_long_strings_are_cut),
+                cmocka_unit_test(test_names_are_escaped),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,35 +9,86 @@
 #include "parse-util.h"
 #include "util.h"
 
-static void test_size(void **state) {
+static uint64_t size_of(const char *s) {
+        uint64_t v = UINT64_C(0xdeadbeef);
+
+        assert_int_equal(parse_size(s, false, &v), 0);
+        return v;
+}
+
+/* Every suffix systemd takes in a unit file (base 1024), and nothing else. */
+static void test_size_suffixes(void **state) {
+        assert_true(size_of("0") == 0);
+        assert_true(size_of("4096") == 4096);
+        assert_true(size_of("4096B") == 4096);
+        assert_true(size_of("2K") == 2048);
+        assert_true(size_of("64M") == UINT64_C(64) << 20);
+        assert_true(size_of("3G") == UINT64_C(3) << 30);
+        assert_true(size_of("1T") == UINT64_C(1) << 40);
+        assert_true(size_of("5P") == UINT64_C(5) << 50);
+        assert_true(size_of("15E") == UINT64_C(15) << 60);
+
+        /* Lower case, B after a unit, IEC "iB", SI words: systemd refuses them all. */
+        static const char *const refused[] = { "2k", "64m", "3g", "1t", "5p", "1e", "64MB", "64mb", "64KiB",
+                                               "16MiB", "1GB", "64b", "64X", "64 MX", "1Ki", "M", "B", "" };
+        uint64_t v;
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                assert_int_equal(parse_size(refused[i], false, &v), -EINVAL);
+}
+
+/* Fractions, spaces, sums and signs as systemd's parse_size() takes them. */
+static void test_size_forms(void **state) {
         uint64_t v;
 
-        assert_int_equal(parse_size("0", false, &v), 0);
-        assert_int_equal(v, 0);
-        assert_int_equal(parse_size("4096", false, &v), 0);
-        assert_int_equal(v, 4096);
-        assert_int_equal(parse_size("64M", false, &v), 0);
-        assert_int_equal(v, UINT64_C(64) << 20);
-        assert_int_equal(parse_size("1.5G", false, &v), 0);
-        assert_int_equal(v, UINT64_C(3) << 29);
-        assert_int_equal(parse_size("2k", false, &v), 0);
-        assert_int_equal(v, 2048);
-        assert_int_equal(parse_size("1T", false, &v), 0);
-        assert_int_equal(v, UINT64_C(1) << 40);
-        assert_int_equal(parse_size("16MiB", false, &v), 0);
-        assert_int_equal(v, UINT64_C(16) << 20);
+        assert_true(size_of("1.5G") == UINT64_C(3) << 29);
+        assert_true(size_of("1.5K") == 1536);
+        assert_true(size_of("0.1K") == 102);            /* below a byte is dropped */
+        assert_true(size_of("1.5") == 1);
+        assert_true(size_of("1.5B") == 1);
+        assert_true(size_of("10.M") == UINT64_C(10) << 20);
+        assert_true(size_of("0.5M") == UINT64_C(512) << 10);
+        assert_true(size_of("64 M") == UINT64_C(64) << 20);
+        assert_true(size_of("  64M") == UINT64_C(64) << 20);
+        assert_true(size_of("64 ") == 64);              /* trailing space after bare bytes, as systemd */
+        assert_true(size_of("+64M") == UINT64_C(64) << 20);
+        assert_true(size_of("1G 512M") == (UINT64_C(3) << 29));
+        assert_true(size_of("1G512M") == (UINT64_C(3) << 29));
+        assert_true(size_of("1M 1K 1B") == (UINT64_C(1) << 20) + 1024 + 1);
+        assert_true(size_of("1K 1") == 1025);
+        assert_true(size_of("1.9999999999999999999K") == 2048);    /* double precision, as systemd */
+        assert_true(size_of("18446744073709551615") == UINT64_MAX);
+        assert_true(size_of("15E 1023P") == (UINT64_C(15) << 60) + (UINT64_C(1023) << 50));
+
+        assert_int_equal(parse_size("64M ", false, &v), -EINVAL);          /* nothing after a suffix */
+        assert_int_equal(parse_size("512M 1G", false, &v), -EINVAL);       /* suffixes must descend */
+        assert_int_equal(parse_size("1M 1M", false, &v), -EINVAL);
+        assert_int_equal(parse_size("1 1", false, &v), -EINVAL);
+        assert_int_equal(parse_size("64M # note", false, &v), -EINVAL);
+        assert_int_equal(parse_size(".5M", false, &v), -EINVAL);
+        assert_int_equal(parse_size("0x10", false, &v), -EINVAL);
+        assert_int_equal(parse_size("1e3", false, &v), -EINVAL);
+        assert_int_equal(parse_size("-", false, &v), -EINVAL);
+        assert_int_equal(parse_size("+", false, &v), -EINVAL);
+        assert_int_equal(parse_size("-1", false, &v), -ERANGE);
+        assert_int_equal(parse_size("-0M", false, &v), -ERANGE);
+        assert_int_equal(parse_size("18446744073709551616", false, &v), -ERANGE);
+        assert_int_equal(parse_size("99999999999999999999", false, &v), -ERANGE);
+        assert_int_equal(parse_size("16E", false, &v), -ERANGE);
+        assert_int_equal(parse_size("15.99E 1P", false, &v), -ERANGE);
+        assert_int_equal(parse_size("99999999T", false, &v), -ERANGE);
+        assert_int_equal(parse_size("1.99999999999999999999K", false, &v), -ERANGE);  /* 20 digits */
+}
+
+static void test_size_max(void **state) {
+        uint64_t v;
+
         assert_int_equal(parse_size("max", true, &v), 0);
         assert_true(v == UINT64_MAX);
-
+        assert_int_equal(parse_size("infinity", true, &v), 0);
+        assert_true(v == UINT64_MAX);
         assert_int_equal(parse_size("max", false, &v), -EINVAL);
-        assert_int_equal(parse_size("64M # note", false, &v), -EINVAL);
-        assert_int_equal(parse_size("64 M", false, &v), -EINVAL);
-        assert_int_equal(parse_size("-1", false, &v), -EINVAL);
-        assert_int_equal(parse_size("", false, &v), -EINVAL);
-        assert_int_equal(parse_size("1.5", false, &v), -EINVAL);
-        assert_int_equal(parse_size("64X", false, &v), -EINVAL);
-        assert_int_equal(parse_size("99999999999999999999", false, &v), -EINVAL);
-        assert_int_equal(parse_size("99999999T", false, &v), -ERANGE);
+        assert_int_equal(parse_size("infinity", false, &v), -EINVAL);
+        assert_int_equal(parse_size("MAX", true, &v), -EINVAL);
 }
 
 static void test_percent(void **state) {
@@ -122,7 +173,9 @@ static void test_format_size(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_size),
+                cmocka_unit_test(test_size_suffixes),
+                cmocka_unit_test(test_size_forms),
+                cmocka_unit_test(test_size_max),
                 cmocka_unit_test(test_percent),
                 cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_bool_and_uint),

@@ -28,7 +28,9 @@ static void test_sizes(void **state) {
         assert_string_equal(format_size_exact(b, UINT64_C(256) << 20), "256M");
         assert_string_equal(format_size_exact(b, UINT64_C(3) << 30), "3G");
         assert_string_equal(format_size_exact(b, UINT64_C(1) << 40), "1T");
-        assert_string_equal(format_size_exact(b, UINT64_C(2048) << 40), "2048T");
+        assert_string_equal(format_size_exact(b, UINT64_C(2048) << 40), "2P");
+        assert_string_equal(format_size_exact(b, UINT64_C(3) << 50), "3P");
+        assert_string_equal(format_size_exact(b, UINT64_C(15) << 60), "15E");
         assert_string_equal(format_size_exact(b, UINT64_MAX), "max");
 }
 
@@ -45,7 +47,8 @@ static void test_percentages(void **state) {
 }
 
 static void test_round_trip(void **state) {
-        static const uint64_t sizes[] = { 0, 1, 4095, 4096, 1 << 20, (UINT64_C(5) << 30) + 4096, UINT64_C(7) << 40 };
+        static const uint64_t sizes[] = { 0, 1, 4095, 4096, 1 << 20, (UINT64_C(5) << 30) + 4096, UINT64_C(7) << 40,
+                                          UINT64_C(9) << 50, UINT64_C(1) << 60, UINT64_MAX - 1 };
         static const uint32_t ppms[] = { 1, 10, 999, 1000, 123400, 999999, 1000000 };
         char b[POLICY_VALUE_MAX];
 

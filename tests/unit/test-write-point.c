@@ -331,6 +331,41 @@ static void test_dirty_budget_with_hysteresis(void **s) {
         assert_non_null(find(WP_SET_BUDGET, 2));
 }
 
+/* A percentage that comes to less than the minimum a size may be counts as that minimum. */
+static void test_percentages_never_under_the_minimums(void **s) {
+        const WpAction *a;
+
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 1000 };  /* ~1 MiB */
+        cg[1].dirty = 6 * MIB;
+        decide(1 * SEC);
+        assert_null(find(WP_SET_BUDGET, 2));
+        cg[1].dirty = 9 * MIB;
+        decide(2 * SEC);
+        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(a->value, 20 * MIB + POLICY_DIRTY_LIMIT_MIN * 100 / 20);
+        assert_non_null(strstr(a->reason, "over 8388608 bytes"));
+        /* Held down to the background minimum, not to the ~0.5 MiB a percentage would give. */
+        writer_policy.dirty_background = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 500 };
+        cg[1].dirty = 5 * MIB;
+        decide(3 * SEC);
+        assert_null(find(WP_LIFT_BUDGET, 2));
+        cg[1].dirty = 3 * MIB;
+        decide(4 * SEC);
+        assert_non_null(find(WP_LIFT_BUDGET, 2));
+
+}
+
+/* A write floor in percent that comes to next to nothing: never under 1 MiB/s. */
+static void test_write_floor_never_under_the_minimum(void **s) {
+        writer_policy.write_rate_min = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 1 };
+        cg[0].io_stall_ppm = 900000;
+        for (int t = 1; t < 30; t++) {
+                decide((uint64_t) t * SEC);
+                cg[0].io_stall_ppm = MAX(cg[0].io_stall_ppm / 5 * 4, 101000u);
+        }
+        assert_int_equal(state.caps[0].wbps, POLICY_WRITE_RATE_MIN_MIN);
+}
+
 static void test_global_guard(void **s) {
         /* Nobody protected doing io: a lone writer is left alone. */
         victim_dev[0].wbytes_per_sec = 0;
@@ -388,6 +423,93 @@ static void test_forget_failed_cap(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB); /* tried again from scratch */
 }
 
+/* GuardRate=: capped from the first tick the protected cgroup does io, before any stall. */
+static void test_guard_caps_before_a_stall(void **s) {
+        const WpAction *a;
+
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        a = must(WP_SET_CAP, 2);
+        assert_int_equal(a->value, 16 * MIB * 7 / 10);
+        assert_non_null(strstr(a->reason, "GuardRate"));
+        assert_int_equal(a->protected_id, 1);
+        /* The small writer, at a twentieth of the heaviest, is left alone. */
+        assert_null(find(WP_SET_CAP, 3));
+        /* Held there while nothing changes: a guard only sets the first cap. */
+        decide(2 * SEC);
+        decide(5 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        cg[0].io_stall_ppm = 500000;
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 4 * 3);
+        cg[0].io_stall_ppm = 1000;
+        /* The capacity estimate drifts up with the bursts a busy device lets through: the
+         * creep still stops where the guard began. */
+        dev[0].capacity = 24 * MIB;
+        for (uint64_t t = 3; t < 12; t++)
+                decide(t * SEC);
+        /* Back up while the victim does not stall, but never past GuardRate=. */
+        assert_int_equal(state.caps[0].wbps, level);
+        assert_int_equal(state.n_caps, 1);
+}
+
+static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        assert_int_equal(state.n_caps, 1);
+        victim_dev[0].wbytes_per_sec = 0;
+        decide(5 * SEC);
+        assert_null(find(WP_LIFT_CAP, 2));
+        decide(11 * SEC);   /* no io for the 10 s hold time */
+        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_int_equal(state.n_caps, 0);
+        /* The writer alone is not capped again. */
+        decide(12 * SEC);
+        decide(13 * SEC);
+        assert_int_equal(state.n_caps, 0);
+}
+
+/* A dd fills the page cache before its first write reaches a device: its dirty data is enough. */
+static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
+        st.guard_rate_ppm = 700000;
+        writer_dev[0].wbytes_per_sec = 0;
+        cg[1].n_devices = 0;
+        cg[1].dirty = 64 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(WP_SET_CAP, 2)->major, 8);
+}
+
+/* A fresh daemon knows no capacity yet: the device's completed rate sizes the guard; nothing, no guard. */
+static void test_guard_without_capacity(void **s) {
+        st.guard_rate_ppm = 700000;
+        dev[0].capacity = 0;
+        dev[0].write_rate = 10 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 7 * MIB);
+        setup(s);
+        st.guard_rate_ppm = 700000;
+        dev[0].capacity = 0;
+        dev[0].write_rate = 0;
+        decide(1 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+static void test_guard_leaves_a_trickle_alone(void **s) {
+        st.guard_rate_ppm = 700000;
+        writer_dev[0].wbytes_per_sec = MIB / 2;
+        other_dev[0].wbytes_per_sec = MIB / 4;
+        decide(1 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
 static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/a/b", "/a"));
         assert_true(cgroup_path_is_below("/a", "/a"));
@@ -411,9 +533,17 @@ int main(void) {
                 cmocka_unit_test_setup(test_observe_mode_is_marked, setup),
                 cmocka_unit_test_setup(test_gone_writer_is_lifted, setup),
                 cmocka_unit_test_setup(test_dirty_budget_with_hysteresis, setup),
+                cmocka_unit_test_setup(test_percentages_never_under_the_minimums, setup),
+                cmocka_unit_test_setup(test_write_floor_never_under_the_minimum, setup),
                 cmocka_unit_test_setup(test_global_guard, setup),
                 cmocka_unit_test_setup(test_writeback_only_with_headroom, setup),
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
+                cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
+                cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
+                cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
+                cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
+                cmocka_unit_test_setup(test_guard_without_capacity, setup),
+                cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,12 +32,12 @@ section "a unit whose dentries and inodes fill its metadata cache"
 mkdir -p /mnt/ext4/files
 systemd-run --quiet --unit="$unit" python3 -c '
 import os, time
-for i in range(30000):
+for i in range(60000):
     open("/mnt/ext4/files/f%d" % i, "w").close()
 os.sync()
 time.sleep(3600)'
-big() { [ "$(slab_of)" -gt $((8 << 20)) ]; }
-check "mdctl show sees the unit's slab_reclaimable grow past 8 MiB" wait_for 120 big
+big() { [ "$(slab_of)" -gt $((16 << 20)) ]; }
+check "mdctl show sees the unit's slab_reclaimable grow past 16 MiB" wait_for 120 big
 before=$(slab_of)
 note "$unit: slab_reclaimable $(mib "$before") MiB"
 check "mdctl list --json has the running units" \
@@ -61,9 +61,9 @@ check "q quits top" wait_for 10 gone
 
 section "a policy set with mdctl"
 check "an unprivileged user is refused" \
-    bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups $MDCTL policy set $unit MetadataCacheMax=4M 2> /tmp/denied.txt"
+    bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups $MDCTL policy set $unit MetadataCacheMax=8M 2> /tmp/denied.txt"
 check "and told why" grep -q "Access denied" /tmp/denied.txt
-check "root sets it" mdctl policy set "$unit" MetadataCacheMax=4M ReclaimStepMax=4M Mode=enforce
+check "root sets it" mdctl policy set "$unit" MetadataCacheMax=8M ReclaimStepMax=4M Mode=enforce
 cat "/etc/mdreclaim/policies.d/$unit.conf"
 reclaimed() { [ "$(events_of reclaim)" -gt 0 ]; }
 check "the daemon reclaims the unit's metadata cache" wait_for 120 reclaimed
@@ -75,7 +75,7 @@ note "$unit: slab_reclaimable $(mib "$before") MiB -> $(mib "$(slab_of)") MiB"
 section "systemctl restart mdreclaimd"
 systemctl restart mdreclaimd.service
 check "the control socket answers again" wait_for 60 socket_up
-check "the policy is still loaded" test "$(mdctl --json policy show "$unit" | jq -r .settings.MetadataCacheMax)" = 4M
+check "the policy is still loaded" test "$(mdctl --json policy show "$unit" | jq -r .settings.MetadataCacheMax)" = 8M
 check "and governs the unit" test "$(mdctl --json show "$unit" | jq -r .policy)" = "$unit"
 mdctl policy list
 mdctl policy unset "$unit"
