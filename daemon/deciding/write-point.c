@@ -260,16 +260,19 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
         return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
 }
 
-/* What lifts a cap: nothing protected stalling on its device for the hold time (relax_caps). */
-static void cap_lifts_when(WpAction *a, const WpCgroup *victim) {
+/* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
+ * (relax_caps). */
+static void cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
+        const char *what = guarding ? "stalled or done io there" : "stalled";
+
         if (victim)
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
                          "when %s and any other protected cgroup on %" PRIu32 ":%" PRIu32
-                         " have not stalled for CapHoldTime", victim->path, a->major, a->minor);
+                         " have not %s for CapHoldTime", victim->path, a->major, a->minor, what);
         else
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
-                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has stalled for CapHoldTime",
-                         a->major, a->minor);
+                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has %s for CapHoldTime",
+                         a->major, a->minor, guarding ? "stalled or done io there" : "stalled");
 }
 
 /*
@@ -352,7 +355,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->value = want;
         a->protected_id = s->victim->id;
         a->stall_ppm = stall;
-        if (guard)
+        if (guard && stall <= s->limit_ppm)
                 snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
                          "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
                          stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
@@ -360,8 +363,9 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 snprintf(a->reason, sizeof(a->reason),
                          "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
                          stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
-                         base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
-        cap_lifts_when(a, s->victim);
+                         base / 10000, base / 100 % 100,
+                         want == floor ? "; at WriteRateMin" : guard ? "; first cap at GuardRate" : "");
+        cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
         if (guard)
                 cap->guard_wbps = want;
@@ -467,7 +471,7 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
                          lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
                 if (!lift)
-                        cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id));
+                        cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
                 if (lift)
                         remove_cap(state, cap);
                 else
