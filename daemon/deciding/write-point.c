@@ -276,13 +276,13 @@ static void cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
 }
 
 /*
- * GuardRate= of the device's capacity; before the capacity is known, of what
- * the device completes now. 0: nothing to size a cap from yet.
+ * GuardRate= of the device's capacity. 0 before the capacity is known: what
+ * an unsaturated device completes says nothing of what it could (a guard
+ * sized from a victim's trickle would starve the writer), and a writer that
+ * floods it makes it known within a tick or two.
  */
 static uint64_t guard_level(const WpDevice *dev, const WpSettings *st) {
-        if (!dev)
-                return 0;
-        return ppm_of(dev->capacity ?: dev->write_rate, st->guard_rate_ppm);
+        return dev ? ppm_of(dev->capacity, st->guard_rate_ppm) : 0;
 }
 
 /*
@@ -296,6 +296,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
         uint32_t smooth = smoothed_stall(state, s->victim);
+        bool guarded = false;
         WpAction *a;
 
         if (cap && guard)
@@ -322,10 +323,11 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         want = MAX(want, cap->guard_wbps / 4 * 3);
                 if (want >= cap->wbps)
                         return;
-        } else if (guard) {
+        } else if (guard && guard_level(dev, st) > 0) {
                 want = guard_level(dev, st);
-                if (want == 0)
-                        return;
+                guarded = true;
+        } else if (guard && stall <= s->limit_ppm) {
+                return; /* nothing to size a guard from yet, and nobody stalls */
         } else {
                 /* Start from what the writer gets now, bounded by what the device
                  * completes and by what it sustains (a tick's completions can be a
@@ -335,6 +337,8 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         b = MIN(b, dev->write_rate);
                 if (dev && dev->capacity)
                         b = MIN(b, dev->capacity);
+                if (b == 0)
+                        return; /* only dirty data so far: nothing to size a cap from */
                 want = b / 4 * 3;
         }
         want = MAX(want, floor);
@@ -355,7 +359,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->value = want;
         a->protected_id = s->victim->id;
         a->stall_ppm = stall;
-        if (guard && stall <= s->limit_ppm)
+        if (guarded && stall <= s->limit_ppm)
                 snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
                          "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
                          stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
@@ -364,10 +368,10 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                          "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
                          stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
                          base / 10000, base / 100 % 100,
-                         want == floor ? "; at WriteRateMin" : guard ? "; first cap at GuardRate" : "");
+                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
         cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
-        if (guard)
+        if (guarded)
                 cap->guard_wbps = want;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
@@ -414,7 +418,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         /* Guarding, a writer's first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, top_rate[k],
+                        cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
                                    guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
                                    st, now, state, plan);
 }
