@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* events [--follow]: the backlog, then the Event signal. */
+/* events [--follow] [filters]: the backlog, then the Event signal; the filters are applied here. */
 #include "mdctl.h"
 
 #include <errno.h>
@@ -7,24 +7,146 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "client.h"
 #include "json-out.h"
+#include "parse-util.h"
 #include "util.h"
+
+/* ---- --since ---- */
+
+/* Local midnight `days_back` days before now. */
+static int midnight(uint64_t now, int days_back, uint64_t *ret) {
+        time_t t = (time_t) (now / USEC_PER_SEC);
+        struct tm tm;
+
+        if (!localtime_r(&t, &tm))
+                return -EINVAL;
+        tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+        tm.tm_mday -= days_back;
+        tm.tm_isdst = -1;
+        t = mktime(&tm);
+        if (t == (time_t) -1 || t < 0)
+                return -EINVAL;
+        *ret = (uint64_t) t * USEC_PER_SEC;
+        return 0;
+}
+
+/* "DURATION ago" or "-DURATION". */
+static int parse_ago(const char *s, uint64_t now, uint64_t *ret) {
+        char buf[64];
+        size_t n = strlen(s);
+        uint64_t d;
+
+        if (s[0] == '-')
+                snprintf(buf, sizeof(buf), "%s", s + 1);
+        else if (n > 4 && n - 4 < sizeof(buf) && streq(s + n - 4, " ago"))
+                snprintf(buf, sizeof(buf), "%.*s", (int) (n - 4), s);
+        else
+                return -EINVAL;
+        if (parse_duration(buf, &d) < 0)
+                return -EINVAL;
+        *ret = d < now ? now - d : 0;
+        return 0;
+}
+
+/* An absolute local time: a date with or without a time of day, or a time of day today. */
+static int parse_absolute(const char *s, uint64_t now, uint64_t *ret) {
+        static const char *const with_date[] = { "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
+                                                 "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
+        static const char *const time_only[] = { "%H:%M:%S", "%H:%M" };
+        time_t t = (time_t) (now / USEC_PER_SEC);
+        struct tm today, tm;
+
+        if (!localtime_r(&t, &today))
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(with_date) + ELEMENTSOF(time_only); i++) {
+                bool dated = i < ELEMENTSOF(with_date);
+                const char *end;
+
+                tm = (struct tm) { .tm_year = today.tm_year, .tm_mon = today.tm_mon, .tm_mday = today.tm_mday };
+                end = strptime(s, dated ? with_date[i] : time_only[i - ELEMENTSOF(with_date)], &tm);
+                if (!end || *end)
+                        continue;
+                tm.tm_isdst = -1;
+                t = mktime(&tm);
+                if (t == (time_t) -1 || t < 0)
+                        return -EINVAL;
+                *ret = (uint64_t) t * USEC_PER_SEC;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int parse_since(const char *s, uint64_t now, uint64_t *ret_usec) {
+        uint64_t secs;
+
+        if (streq(s, "now")) {
+                *ret_usec = now;
+                return 0;
+        }
+        if (streq(s, "today") || streq(s, "yesterday"))
+                return midnight(now, streq(s, "yesterday"), ret_usec);
+        if (s[0] == '@') {
+                if (parse_uint_range(s + 1, 0, UINT64_MAX / USEC_PER_SEC, &secs) < 0)
+                        return -EINVAL;
+                *ret_usec = secs * USEC_PER_SEC;
+                return 0;
+        }
+        if (parse_ago(s, now, ret_usec) == 0)
+                return 0;
+        return parse_absolute(s, now, ret_usec);
+}
 
 /* ---- events ---- */
 
-static const char *priority_name(int32_t p) {
+static const char *priority_name(int64_t p) {
         static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
 
         return p >= 0 && p < 8 ? names[p] : "?";
 }
 
+/* An event as the daemon sends it: (seq, realtime_usec, priority, action, cgroup, unit, message, fields). */
 typedef struct EventLine {
         uint64_t seq, realtime_usec;
-        int32_t priority;
+        int64_t priority;
         const char *action, *cgroup, *unit, *message;
+        const Value *fields;            /* an object; NULL if the daemon sent none */
 } EventLine;
+
+static bool event_from_value(const Value *v, EventLine *ret) {
+        const Value *it = v->items;
+
+        if (v->kind != VALUE_ARRAY || v->n < 7 || it[0].kind != VALUE_UINT || it[1].kind != VALUE_UINT ||
+            it[2].kind != VALUE_INT || it[3].kind != VALUE_STRING || it[4].kind != VALUE_STRING ||
+            it[5].kind != VALUE_STRING || it[6].kind != VALUE_STRING)
+                return false;
+        *ret = (EventLine) { it[0].u, it[1].u, it[2].i, it[3].s, it[4].s, it[5].s, it[6].s,
+                             v->n > 7 && it[7].kind == VALUE_OBJECT ? &it[7] : NULL };
+        return true;
+}
+
+/* --action takes a comma-separated list. */
+static bool action_matches(const char *list, const char *action) {
+        size_t n = strlen(action);
+
+        for (const char *p = list; p; p = strchr(p, ',')) {
+                p += *p == ',';
+                if (strncmp(p, action, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+                        return true;
+        }
+        return false;
+}
+
+/* --unit: the unit's name, or a cgroup path (starting with /). */
+static bool event_matches(const EventLine *e, const Args *a) {
+        if (a->events_unit && !streq(a->events_unit, a->events_unit[0] == '/' ? e->cgroup : e->unit))
+                return false;
+        if (a->events_action && !action_matches(a->events_action, e->action))
+                return false;
+        return !a->have_since || e->realtime_usec >= a->since_usec;
+}
 
 static void event_print(const EventLine *e, bool json) {
         char when[32];
@@ -34,7 +156,7 @@ static void event_print(const EventLine *e, bool json) {
                        e->action, e->message);
                 return;
         }
-        printf("{\"seq\":%" PRIu64 ",\"realtime_usec\":%" PRIu64 ",\"priority\":%" PRId32 ",\"priority_name\":\"%s\""
+        printf("{\"seq\":%" PRIu64 ",\"realtime_usec\":%" PRIu64 ",\"priority\":%" PRId64 ",\"priority_name\":\"%s\""
                ",\"action\":", e->seq, e->realtime_usec, e->priority, priority_name(e->priority));
         json_string(stdout, e->action);
         fputs(",\"cgroup\":", stdout);
@@ -43,12 +165,14 @@ static void event_print(const EventLine *e, bool json) {
         json_string_or_null(stdout, *e->unit ? e->unit : NULL);
         fputs(",\"message\":", stdout);
         json_string(stdout, e->message);
+        /* Each figure of the event as a member of its own (the daemon's names never repeat the ones above). */
+        for (size_t i = 0; e->fields && i < e->fields->n; i++) {
+                putchar(',');
+                json_string(stdout, e->fields->items[i].key);
+                putchar(':');
+                value_json(&e->fields->items[i], stdout);
+        }
         fputc('}', stdout);
-}
-
-static int event_read(sd_bus_message *m, EventLine *e) {
-        return sd_bus_message_read(m, "ttissss", &e->seq, &e->realtime_usec, &e->priority, &e->action,
-                                   &e->cgroup, &e->unit, &e->message);
 }
 
 typedef struct Follow {
@@ -57,12 +181,15 @@ typedef struct Follow {
 } Follow;
 
 static int on_event(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(value_clear) Value v = {};
         Follow *f = userdata;
         EventLine e;
 
-        if (event_read(m, &e) <= 0 || e.seq <= f->last_seq)
+        if (value_read_all(m, &v) < 0 || !event_from_value(&v, &e) || e.seq <= f->last_seq)
                 return 0;
         f->last_seq = e.seq;
+        if (!event_matches(&e, f->args))
+                return 0;
         event_print(&e, f->args->json);
         if (f->args->json)
                 putchar('\n');
@@ -70,39 +197,58 @@ static int on_event(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         return 0;
 }
 
-/* The events kept now; with `follow`, each as it is printed (JSON: one per line). */
+/* How many of the events match the filters. */
+static size_t count_matching(const Value *events, const Args *a) {
+        size_t n = 0;
+        EventLine e;
+
+        for (size_t i = 0; i < events->n; i++)
+                n += event_from_value(&events->items[i], &e) && event_matches(&e, a);
+        return n;
+}
+
+/* The events kept now that match (the last --lines of them); with `follow`, each as it is printed
+ * (JSON: one per line). */
 static int events_backlog(sd_bus *bus, const Args *a, Follow *f) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(value_clear) Value events = {};
         bool one_doc = a->json && !a->follow;
+        size_t matching, skip, n = 0;
         EventLine e;
-        size_t n = 0;
         int r;
 
-        r = client_call_raw(bus, "cannot list the events", "ListEvents", &reply, "t", UINT64_C(0));
+        r = client_call_raw(bus, "cannot list the events", "ListEventsWithFields", &reply, "t", UINT64_C(0));
         if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(reply, 'a', "(ttissss)");
-        if (r < 0)
-                return client_fail("cannot read the events", r);
+        r = value_read(reply, &events);
+        if (r < 0 || events.kind != VALUE_ARRAY)
+                return client_fail("cannot read the events", r < 0 ? r : -EBADMSG);
+        matching = count_matching(&events, a);
+        skip = (a->have_lines || a->have_n) && a->lines < matching ? matching - a->lines : 0;
         if (one_doc)
                 fputs("{\"events\":[", stdout);
         else if (!a->json && a->legend)
                 printf("%-19s  %-7s  %-16s  %s\n", "TIME", "PRIORITY", "ACTION", "MESSAGE");
-        while ((r = sd_bus_message_enter_container(reply, 'r', "ttissss")) > 0) {
-                if (event_read(reply, &e) < 0 || sd_bus_message_exit_container(reply) < 0)
+        for (size_t i = 0; i < events.n; i++) {
+                if (!event_from_value(&events.items[i], &e))
                         return client_fail("cannot read the events", -EBADMSG);
-                if (one_doc && n)
+                f->last_seq = e.seq;
+                if (!event_matches(&e, a))
+                        continue;
+                if (skip > 0) {
+                        skip--;
+                        continue;
+                }
+                if (one_doc && n++)
                         putchar(',');
                 event_print(&e, a->json);
                 if (a->json && !one_doc)
                         putchar('\n');
-                f->last_seq = e.seq;
-                n++;
         }
         if (one_doc)
                 fputs("]}\n", stdout);
         fflush(stdout);
-        return r < 0 ? client_fail("cannot read the events", r) : 0;
+        return 0;
 }
 
 static volatile sig_atomic_t interrupted;
