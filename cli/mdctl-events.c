@@ -178,6 +178,7 @@ static void event_print(const EventLine *e, bool json) {
 typedef struct Follow {
         const Args *args;
         uint64_t last_seq;
+        uint64_t daemon_pid, daemon_started_usec;       /* the daemon followed, to tell a restart */
 } Follow;
 
 static int on_event(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -207,9 +208,9 @@ static size_t count_matching(const Value *events, const Args *a) {
         return n;
 }
 
-/* The events kept now that match (the last --lines of them); with `follow`, each as it is printed
- * (JSON: one per line). */
-static int events_backlog(sd_bus *bus, const Args *a, Follow *f) {
+/* The events kept now from seq `from` on that match (the last --lines of them, but after a reconnect);
+ * with `follow`, each as it is printed (JSON: one per line). */
+static int events_backlog(sd_bus *bus, const Args *a, Follow *f, uint64_t from, bool resumed) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(value_clear) Value events = {};
         bool one_doc = a->json && !a->follow;
@@ -217,17 +218,17 @@ static int events_backlog(sd_bus *bus, const Args *a, Follow *f) {
         EventLine e;
         int r;
 
-        r = client_call_raw(bus, "cannot list the events", "ListEventsWithFields", &reply, "t", UINT64_C(0));
+        r = client_call_raw(bus, "cannot list the events", "ListEventsWithFields", &reply, "t", from);
         if (r < 0)
                 return r;
         r = value_read(reply, &events);
         if (r < 0 || events.kind != VALUE_ARRAY)
                 return client_fail("cannot read the events", r < 0 ? r : -EBADMSG);
         matching = count_matching(&events, a);
-        skip = (a->have_lines || a->have_n) && a->lines < matching ? matching - a->lines : 0;
+        skip = !resumed && (a->have_lines || a->have_n) && a->lines < matching ? matching - a->lines : 0;
         if (one_doc)
                 fputs("{\"events\":[", stdout);
-        else if (!a->json && a->legend)
+        else if (!a->json && a->legend && !resumed)
                 printf("%-19s  %-7s  %-16s  %s\n", "TIME", "PRIORITY", "ACTION", "MESSAGE");
         for (size_t i = 0; i < events.n; i++) {
                 if (!event_from_value(&events.items[i], &e))
@@ -257,23 +258,114 @@ static void on_interrupt(int sig) {
         interrupted = 1;
 }
 
-static int events_follow(sd_bus *bus) {
+/* ---- --follow, across restarts of the daemon ---- */
+
+#define RECONNECT_FIRST_USEC (100 * USEC_PER_MSEC)
+#define RECONNECT_MAX_USEC (5 * USEC_PER_SEC)
+
+/* Who the daemon is (its pid and start time) and the oldest event it keeps; silent. */
+static int daemon_identity(sd_bus *bus, Follow *f, uint64_t *ret_first_seq) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(value_clear) Value st = {};
+        int r = sd_bus_call_method(bus, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, "GetStatus", NULL, &reply, "");
+
+        if (r >= 0)
+                r = value_read(reply, &st);
+        if (r < 0)
+                return r;
+        if (!value_get_u64(&st, "pid", &f->daemon_pid) ||
+            !value_get_u64(&st, "started_realtime_usec", &f->daemon_started_usec) ||
+            !value_get_u64(&st, "events_first_seq", ret_first_seq))
+                return -EBADMSG;
+        return 0;
+}
+
+/* Signals first, so that nothing falls between the backlog and the stream; silent. */
+static int subscribe(sd_bus *bus, Follow *f) {
+        int r = sd_bus_match_signal(bus, NULL, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", on_event, f);
+
+        if (r < 0)
+                return r;
+        return sd_bus_call_method(bus, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, "Subscribe", NULL, NULL, "");
+}
+
+/* Connects again, waiting 100ms, then twice as long each time up to 5s; -EINTR once interrupted. */
+static int reconnect(const char *socket_path, sd_bus **ret) {
+        uint64_t delay = RECONNECT_FIRST_USEC;
+
+        while (!interrupted) {
+                struct timespec ts = { (time_t) (delay / USEC_PER_SEC), (long) (delay % USEC_PER_SEC) * 1000 };
+
+                if (client_open(socket_path, ret) >= 0)
+                        return 0;
+                (void) nanosleep(&ts, NULL);
+                delay = MIN(delay * 2, RECONNECT_MAX_USEC);
+        }
+        return -EINTR;
+}
+
+/* Connected again: subscribed, said so (with how many events may be lost), then the events it kept
+ * that were not seen. */
+static int resume(sd_bus *bus, Follow *f) {
+        uint64_t pid = f->daemon_pid, started = f->daemon_started_usec, first, from, missed;
+        bool restarted;
+        int r;
+
+        r = subscribe(bus, f);
+        if (r >= 0)
+                r = daemon_identity(bus, f, &first);
+        if (r < 0)
+                return r;
+        restarted = pid != f->daemon_pid || started != f->daemon_started_usec;
+        /* A new daemon counts from 1 again; the same one goes on from the last seen. */
+        if (restarted)
+                f->last_seq = 0;
+        from = f->last_seq + 1;
+        missed = first > from ? first - from : 0;
+        fprintf(stderr, "mdctl: reconnected to %s after %s; %" PRIu64 " event%s may have been missed\n",
+                f->args->socket, restarted ? "a restart of mdreclaimd" : "the connection was lost", missed,
+                missed == 1 ? "" : "s");
+        return events_backlog(bus, f->args, f, from, true);
+}
+
+/* Until interrupted (0); a lost connection is made again, as often as needed. */
+static int events_follow(sd_bus *bus, Follow *f) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;   /* `bus` is the caller's */
+
         while (!interrupted) {
                 int r = sd_bus_process(bus, NULL);
 
-                if (r < 0)
-                        return client_fail("following the events stopped", r);
                 if (r > 0)
                         continue;
-                r = sd_bus_wait(bus, UINT64_MAX);
-                if (r < 0 && r != -EINTR)
+                if (r == 0) {
+                        /* Bounded: an interrupt between the check and the wait is seen within a second. */
+                        r = sd_bus_wait(bus, USEC_PER_SEC);
+                        if (r >= 0 || r == -EINTR)
+                                continue;
+                }
+                if (!client_disconnected(r))
                         return client_fail("following the events stopped", r);
+                fprintf(stderr, "mdctl: mdreclaimd closed the connection (%s); reconnecting to %s\n", strerror(-r),
+                        f->args->socket);
+                do {
+                        own = sd_bus_flush_close_unref(own);
+                        r = reconnect(f->args->socket, &own);
+                        if (r >= 0)
+                                r = resume(own, f);
+                } while (r < 0 && r != -EINTR && client_disconnected(r));
+                if (r == -EINTR)
+                        break;
+                if (r < 0)
+                        return client_fail("following the events stopped", r);
+                fflush(stdout);
+                bus = own;
         }
         return 0;
 }
 
 int verb_events(sd_bus *bus, const Args *a) {
         Follow f = { .args = a };
+        uint64_t first;
         int r;
 
         if (a->follow) {
@@ -282,16 +374,14 @@ int verb_events(sd_bus *bus, const Args *a) {
                 /* Before anything is printed: an interrupt after the first line ends the stream cleanly. */
                 sigaction(SIGINT, &sa, NULL);
                 sigaction(SIGTERM, &sa, NULL);
-                /* Subscribe first, so that nothing falls between the backlog and the stream. */
-                r = sd_bus_match_signal(bus, NULL, NULL, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", on_event, &f);
+                r = subscribe(bus, &f);
+                if (r >= 0)
+                        r = daemon_identity(bus, &f, &first);
                 if (r < 0)
-                        return client_fail("cannot watch the events", r);
-                r = client_call(bus, "cannot subscribe to the events", "Subscribe", NULL, "");
-                if (r < 0)
-                        return r;
+                        return client_fail("cannot follow the events", r);
         }
-        r = events_backlog(bus, a, &f);
+        r = events_backlog(bus, a, &f, 0, false);
         if (r < 0 || !a->follow)
                 return r;
-        return events_follow(bus);
+        return events_follow(bus, &f);
 }
