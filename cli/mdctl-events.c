@@ -139,9 +139,19 @@ static bool action_matches(const char *list, const char *action) {
         return false;
 }
 
-/* --unit: the unit's name, or a cgroup path (starting with /). */
+/* --unit: the unit's name (without a suffix: a service, as systemctl reads it), or a cgroup path. */
+static bool unit_matches(const char *want, const EventLine *e) {
+        size_t n = strlen(want);
+
+        if (want[0] == '/')
+                return streq(want, e->cgroup);
+        if (streq(want, e->unit))
+                return true;
+        return !strchr(want, '.') && strncmp(e->unit, want, n) == 0 && streq(e->unit + n, ".service");
+}
+
 static bool event_matches(const EventLine *e, const Args *a) {
-        if (a->events_unit && !streq(a->events_unit, a->events_unit[0] == '/' ? e->cgroup : e->unit))
+        if (a->events_unit && !unit_matches(a->events_unit, e))
                 return false;
         if (a->events_action && !action_matches(a->events_action, e->action))
                 return false;
