@@ -41,13 +41,13 @@ static const char *connect_hint(int r) {
         }
 }
 
-int client_connect(const char *socket_path, sd_bus **ret) {
+int client_open(const char *socket_path, sd_bus **ret) {
         _cleanup_free_ char *address = address_for(socket_path);
         sd_bus *bus = NULL;
         int r;
 
         if (!address)
-                return client_fail("cannot connect", -ENOMEM);
+                return -ENOMEM;
         r = sd_bus_new(&bus);
         if (r >= 0)
                 r = sd_bus_set_address(bus, address);
@@ -57,16 +57,27 @@ int client_connect(const char *socket_path, sd_bus **ret) {
                 r = sd_bus_start(bus);
         if (r < 0) {
                 sd_bus_unref(bus);
-                fprintf(stderr, "mdctl: cannot connect to mdreclaimd at %s: %s.%s\n", socket_path, strerror(-r),
-                        connect_hint(r));
                 return r;
         }
         *ret = bus;
         return 0;
 }
 
+int client_connect(const char *socket_path, sd_bus **ret) {
+        int r = client_open(socket_path, ret);
+
+        if (r < 0)
+                fprintf(stderr, "mdctl: cannot connect to mdreclaimd at %s: %s.%s\n", socket_path, strerror(-r),
+                        connect_hint(r));
+        return r;
+}
+
+bool client_disconnected(int r) {
+        return r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE;
+}
+
 int client_fail(const char *what, int r) {
-        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
+        if (client_disconnected(r))
                 fprintf(stderr, "mdctl: %s: mdreclaimd closed the connection (%s)\n", what, strerror(-r));
         else
                 fprintf(stderr, "mdctl: %s: %s\n", what, strerror(-r));

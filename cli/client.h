@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-value.h"
@@ -16,6 +17,10 @@
 
 /* Connects to the daemon; on failure prints why and returns a negative errno. */
 int client_connect(const char *socket_path, sd_bus **ret);
+/* The same, silent (for a retry loop). */
+int client_open(const char *socket_path, sd_bus **ret);
+/* Whether r says the connection is gone (the daemon stopped or closed it). */
+bool client_disconnected(int r);
 
 /*
  * Calls `method` with arguments `types`, ...; reads the whole reply into

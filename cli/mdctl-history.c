@@ -34,7 +34,7 @@ int history_next(sd_bus_message *reply, HistoryRow *ret) {
 int history_get(sd_bus *bus, const Args *a, const char *unit, sd_bus_message **ret, const char **ret_path,
                 bool *ret_truncated) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        uint64_t since = a->have_since ? u64_delta(now_usec(CLOCK_REALTIME), a->since_usec) : 0;
+        uint64_t since = a->have_since ? a->since_usec : 0;
         int truncated, r;
 
         r = client_call_raw(bus, "cannot get the history", "GetHistory", &reply, "st", unit, since);

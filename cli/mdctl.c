@@ -44,7 +44,11 @@ static void help(void) {
                "                                says the mode in force and the cgroups it governs (none:\n"
                "                                a warning with the nearest unit names)\n"
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
-               "  events [--follow]             recent events (actions and decisions)\n"
+               "  events [--follow] [--unit UNIT] [--action ACTION[,...]] [--since TIME] [-n|--lines N]\n"
+               "                                recent events (actions and decisions), those of UNIT (or of a\n"
+               "                                cgroup path), of these actions, since TIME, the last N;\n"
+               "                                TIME: '10min ago', '-2h', 'today', 'yesterday', '2026-12-04\n"
+               "                                14:30[:05]', '14:30', '@EPOCH' (local time)\n"
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
                "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
                "                                host) over the last hour, or the last TIME\n"
@@ -68,8 +72,15 @@ static void help(void) {
 
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
-        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_SINCE, ARG_OUTPUT,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
+        ARG_SINCE, ARG_OUTPUT,
 };
+
+static int parse_count(const char *option, const char *s, uint64_t *ret) {
+        if (parse_uint_range(s, 1, UINT32_MAX, ret) < 0)
+                return usage_error("invalid %s '%s': expected a number above 0", option, s);
+        return 0;
+}
 
 static int parse_option(int c, Args *a) {
         int k;
@@ -101,10 +112,38 @@ static int parse_option(int c, Args *a) {
                 a->have_top_opts = true;
                 break;
         case 'n':
-                if (parse_uint_range(optarg, 1, UINT32_MAX, &a->iterations) < 0)
-                        return usage_error("invalid --iterations '%s': expected a number above 0", optarg);
+                /* top's --iterations or events' --lines: which one is known with the verb. */
+                if (parse_count("-n", optarg, &a->iterations) < 0)
+                        return -EINVAL;
+                a->lines = a->iterations;
+                a->have_n = true;
+                break;
+        case ARG_ITERATIONS:
+                if (parse_count("--iterations", optarg, &a->iterations) < 0)
+                        return -EINVAL;
                 a->have_top_opts = true;
                 break;
+        case ARG_LINES:
+                if (parse_count("--lines", optarg, &a->lines) < 0)
+                        return -EINVAL;
+                a->have_lines = a->have_events_opts = true;
+                break;
+        case ARG_UNIT: a->events_unit = optarg; a->have_events_opts = true; break;
+        case ARG_ACTION: a->events_action = optarg; a->have_events_opts = true; break;
+        case ARG_SINCE: {
+                /* A point in time, or a plain duration back from now ("15min"). */
+                uint64_t now = now_usec(CLOCK_REALTIME), back;
+
+                if (parse_since(optarg, now, &a->since_usec) < 0) {
+                        if (parse_duration(optarg, &back) < 0 || back == 0)
+                                return usage_error("invalid --since '%s': expected '10min ago', '-2h', '15min', "
+                                                   "'today', 'yesterday', 'YYYY-MM-DD [HH:MM[:SS]]', "
+                                                   "'HH:MM[:SS]' or '@EPOCH'", optarg);
+                        a->since_usec = u64_delta(now, back);
+                }
+                a->have_since = true;
+                break;
+        }
         case ARG_FOR:
                 if (parse_duration(optarg, &a->for_usec) < 0 || a->for_usec < USEC_PER_SEC)
                         return usage_error("invalid --for '%s': expected a duration of 1s or more (e.g. 30min)",
@@ -112,11 +151,6 @@ static int parse_option(int c, Args *a) {
                 a->have_for = true;
                 break;
         case ARG_ALL: a->all = true; break;
-        case ARG_SINCE:
-                if (parse_duration(optarg, &a->since_usec) < 0 || a->since_usec == 0)
-                        return usage_error("invalid --since '%s': expected a duration above 0 (e.g. 15min)", optarg);
-                a->have_since = true;
-                break;
         case 'o': case ARG_OUTPUT: a->output = optarg; break;
         default:
                 return usage_error("unknown option");
@@ -135,10 +169,13 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "wait", no_argument, NULL, ARG_WAIT },
                 { "follow", no_argument, NULL, ARG_FOLLOW },
                 { "delay", required_argument, NULL, ARG_DELAY },
-                { "iterations", required_argument, NULL, 'n' },
+                { "iterations", required_argument, NULL, ARG_ITERATIONS },
+                { "lines", required_argument, NULL, ARG_LINES },
+                { "unit", required_argument, NULL, ARG_UNIT },
+                { "action", required_argument, NULL, ARG_ACTION },
+                { "since", required_argument, NULL, ARG_SINCE },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
-                { "since", required_argument, NULL, ARG_SINCE },
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
@@ -189,7 +226,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
-        OPT_RELEASE = 1 << 5, OPT_SINCE = 1 << 6, OPT_OUTPUT = 1 << 7,
+        OPT_RELEASE = 1 << 5, OPT_EVENTS = 1 << 6, OPT_SINCE = 1 << 7, OPT_OUTPUT = 1 << 8,
 };
 
 typedef struct Verb {
@@ -207,7 +244,7 @@ static const Verb verbs[] = {
         { "reclaim", 1, 1, OPT_BYTES, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "policy", 1, -1, 0, verb_policy },
-        { "events", 0, 0, OPT_FOLLOW, verb_events },
+        { "events", 0, 0, OPT_FOLLOW | OPT_EVENTS | OPT_SINCE, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },
         { "reload", 0, 0, 0, verb_reload },
         { "throttles", 0, 0, 0, verb_throttles },
@@ -220,12 +257,16 @@ static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
-                { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" },
+                { OPT_EVENTS, "--unit/--action/--lines" }, { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
-                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_since ? OPT_SINCE : 0) |
-                        (a->output ? OPT_OUTPUT : 0);
+                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_events_opts ? OPT_EVENTS : 0) |
+                        (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0);
+
+        if (a->have_n && !(v->options & (OPT_TOP | OPT_EVENTS)))
+                return usage_error("-n does not go with '%s' (it is top's --iterations and events' --lines)",
+                                   v->name);
 
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))

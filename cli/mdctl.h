@@ -32,9 +32,15 @@ typedef struct Args {
         bool all;               /* release --all */
         bool have_for;
         uint64_t for_usec;      /* release --for */
+        bool have_n;            /* -n: top's --iterations, events' --lines */
+        bool have_events_opts;
+        const char *events_unit;        /* events --unit */
+        const char *events_action;      /* events --action, comma-separated */
         bool have_since;
-        uint64_t since_usec;    /* history, plot --since: how far back */
-        const char *output;     /* plot -o */
+        uint64_t since_usec;            /* events, history, plot --since: CLOCK_REALTIME */
+        bool have_lines;
+        uint64_t lines;                 /* events --lines: the last N that match */
+        const char *output;             /* plot -o */
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;
@@ -63,6 +69,12 @@ int verb_policy(sd_bus *bus, const Args *a);
 /* Checks `policy SUB ...` before connecting. */
 int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
+/*
+ * events --since: "DURATION ago" or "-DURATION" (DURATION as in 90s, 10min, 2h), "now",
+ * "today", "yesterday", "YYYY-MM-DD [HH:MM[:SS]]" (or with T), "HH:MM[:SS]" (today),
+ * "@SECONDS" (since the epoch); local time. `now` is CLOCK_REALTIME µs.
+ */
+int parse_since(const char *s, uint64_t now, uint64_t *ret_usec);
 int verb_metrics(sd_bus *bus, const Args *a);
 int verb_throttles(sd_bus *bus, const Args *a);
 int verb_history(sd_bus *bus, const Args *a);

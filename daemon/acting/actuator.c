@@ -62,8 +62,8 @@ static void format_value(uint64_t v, char *buf, size_t size) {
 /* One event for a throttle change, with the fields an operator filters on. */
 static void throttle_event(Actuator *a, const char *action, const char *unit, const ThrottleEntry *t,
                            uint64_t before, uint64_t after, const char *reason) {
-        char f_dev[48], f_before[48], f_after[48], f_reason[200], what[48], b[24], v[24];
-        const char *fields[] = { f_dev, f_before, f_after, f_reason, "OBSERVE=no", NULL };
+        char f_dev[48], f_before[48], f_after[48], f_reason[200], f_knob[64], what[48], b[24], v[24];
+        const char *fields[] = { f_knob, f_dev, f_before, f_after, f_reason, "OBSERVE=no", NULL };
 
         format_value(before, b, sizeof(b));
         format_value(after, v, sizeof(v));
@@ -71,6 +71,7 @@ static void throttle_event(Actuator *a, const char *action, const char *unit, co
         snprintf(f_before, sizeof(f_before), "BEFORE=%s", b);
         snprintf(f_after, sizeof(f_after), "AFTER=%s", v);
         snprintf(f_reason, sizeof(f_reason), "REASON=%s", reason);
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
         event_record(a->events, &(LogEvent) { .level = LOG_NOTICE, .message_id = MESSAGE_THROTTLE, .cgroup = t->path,
                                               .unit = unit, .action = action, .fields = fields },
                      "%s: %s %s -> %s (%s)", t->path, throttle_describe(t, what, sizeof(what)), b, v, reason);
@@ -286,13 +287,16 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
 
 /* ---- releases ---- */
 
+/* `lifted`: how many throttles the release lifted, or -1 (its end). */
 static void release_event(Actuator *a, const char *action, const char *path, const char *unit, const LedgerHold *h,
-                          const char *format, ...) __attribute__((format(printf, 6, 7)));
+                          int lifted, const char *format, ...) __attribute__((format(printf, 7, 8)));
 static void release_event(Actuator *a, const char *action, const char *path, const char *unit, const LedgerHold *h,
-                          const char *format, ...) {
-        char f_who[LEDGER_WHO_MAX + 16], f_until[48], text[EVENT_TEXT_MAX];
-        const char *fields[] = { f_who, f_until, NULL };
+                          int lifted, const char *format, ...) {
+        char f_who[LEDGER_WHO_MAX + 16], f_until[48], f_lifted[48], text[EVENT_TEXT_MAX];
+        const char *fields[] = { f_who, f_until, lifted >= 0 ? f_lifted : NULL, NULL };
         va_list ap;
+
+        snprintf(f_lifted, sizeof(f_lifted), "THROTTLES_LIFTED=%d", lifted);
 
         snprintf(f_who, sizeof(f_who), "RELEASED_BY=%s", h->who);
         snprintf(f_until, sizeof(f_until), "UNTIL_REALTIME_USEC=%" PRIu64, h->until_usec);
@@ -385,7 +389,7 @@ int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const
                 return r;
         snprintf(why, sizeof(why), "released by %s", who);
         n = lift_all_on(a, cgroup_id, why);
-        release_event(a, "release", cgroup_id ? path : NULL, unit, h,
+        release_event(a, "release", cgroup_id ? path : NULL, unit, h, n,
                       "%s: released by %s for %" PRIu64 "s: %d throttle%s lifted, none set until then",
                       cgroup_id ? path : "every cgroup", who, u64_delta(until_usec, now) / USEC_PER_SEC, n,
                       n == 1 ? "" : "s");
@@ -409,7 +413,7 @@ static bool end_releases(Actuator *a, bool quiet) {
                 if (h->until_usec > now)
                         continue;
                 if (!quiet)
-                        release_event(a, "release-ended", all ? NULL : h->path, NULL, h,
+                        release_event(a, "release-ended", all ? NULL : h->path, NULL, h, -1,
                                       "%s: the release by %s ended; the points may throttle it again",
                                       all ? "every cgroup" : h->path, h->who);
                 ledger_unhold(&a->ledger, h);
@@ -556,12 +560,14 @@ void actuator_restore_all(Actuator *a) {
 }
 
 static void writeback_event(Actuator *a, const Job *job, const char *unit) {
-        char f_files[48], f_dur[48], f_commits[48];
-        const char *fields[] = { f_files, f_dur, f_commits, NULL };
+        char f_files[48], f_dur[48], f_commits[48], f_budget[32], f_failed[32];
+        const char *fields[] = { f_files, f_dur, f_commits, f_budget, f_failed, NULL };
 
         snprintf(f_files, sizeof(f_files), "FILES=%" PRIu64, job->files);
         snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, job->duration_usec);
         snprintf(f_commits, sizeof(f_commits), "BTRFS_COMMITS=%" PRIu64, job->commits);
+        snprintf(f_budget, sizeof(f_budget), "BUDGET_REACHED=%s", job->interrupted ? "yes" : "no");
+        snprintf(f_failed, sizeof(f_failed), "FAILED=%s", job->result < 0 ? "yes" : "no");
         event_record(a->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                               .cgroup = job->path, .unit = unit, .action = "writeback",
                                               .fields = fields },

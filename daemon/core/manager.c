@@ -55,8 +55,8 @@ static void manager_notify_status(Manager *m) {
 
 static void manager_attach_policy(Manager *m, CgEntry *e) {
         const Policy *p = config_find_policy(m->config, e->cg->path, e->unit);
-        char policy_field[300];
-        const char *fields[] = { policy_field, NULL };
+        char policy_field[300], mode_field[32];
+        const char *fields[] = { policy_field, mode_field, NULL };
 
         /* What a point governs is sampled every tick from kept files; the rest now and then. */
         observer_set_hot(m->observer, e, p && p->mode != POLICY_MODE_OFF);
@@ -66,6 +66,7 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
         if (!p)
                 return;
         snprintf(policy_field, sizeof(policy_field), "POLICY=%s", p->name);
+        snprintf(mode_field, sizeof(mode_field), "MODE=%s", policy_mode_to_string(p->mode));
         event_record(m->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_POLICY_ATTACHED,
                                               .cgroup = e->cg->path, .unit = e->unit, .action = "attach-policy",
                                               .fields = fields },
@@ -76,11 +77,13 @@ static void manager_attach_policy(Manager *m, CgEntry *e) {
 
 static void pressure_event(Manager *m, const PsiTrigger *t, const CgEntry *e) {
         const char *res = psi_resource_to_string(t->resource);
-        char f_res[32], f_lat[64], f_fired[64];
-        const char *fields[] = { f_res, f_lat, f_fired, NULL };
+        char f_res[32], f_lat[64], f_window[64], f_count[64], f_fired[64];
+        const char *fields[] = { f_res, f_lat, f_window, f_count, f_fired, NULL };
 
         snprintf(f_res, sizeof(f_res), "RESOURCE=%s", res);
         snprintf(f_lat, sizeof(f_lat), "TRIGGER_THRESHOLD_USEC=%" PRIu64, t->threshold_usec);
+        snprintf(f_window, sizeof(f_window), "TRIGGER_WINDOW_USEC=%" PRIu64, t->window_usec);
+        snprintf(f_count, sizeof(f_count), "TRIGGER_COUNT=%" PRIu64, t->fired);
         /* When epoll returned for this trigger (sd_event_now), for latency probes. */
         snprintf(f_fired, sizeof(f_fired), "FIRED_MONOTONIC_USEC=%" PRIu64, t->last_fired_usec);
         event_record(m->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_PRESSURE,

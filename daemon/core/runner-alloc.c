@@ -69,12 +69,14 @@ static size_t gather(const AllocRunner *r, const Observer *o, ApCgroup *out, siz
 
 typedef struct ReclaimFigures {
         uint64_t asked, freed, duration_usec;
+        bool budget_reached;
 } ReclaimFigures;
 
 static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char *action, bool observe,
                           const char *extra, const ReclaimFigures *f, const char *reason) {
         char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16];
-        const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs, NULL };
+        const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs,
+                                 f->budget_reached ? "BUDGET_REACHED=yes" : "BUDGET_REACHED=no", NULL };
 
         snprintf(f_asked, sizeof(f_asked), "BYTES_ASKED=%" PRIu64, f->asked);
         snprintf(f_freed, sizeof(f_freed), "BYTES_FREED=%" PRIu64, f->freed);
@@ -123,7 +125,7 @@ void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *j
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, cgroup_id);
         uint64_t tick = ctx->config->daemon.interval_usec;
         ReclaimFigures f = { .asked = job->bytes, .freed = u64_delta(job->before, job->after),
-                             .duration_usec = job->duration_usec };
+                             .duration_usec = job->duration_usec, .budget_reached = job->interrupted };
         char extra[96];
 
         if (job->kind != JOB_RECLAIM)

@@ -56,10 +56,12 @@ static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
 }
 
 static void observe_event(const PointContext *ctx, const WpAction *a, const CgEntry *e) {
-        char f_reason[200];
-        const char *fields[] = { f_reason, "OBSERVE=yes", NULL };
+        char f_reason[200], f_value[48], f_dev[48];
+        const char *fields[] = { f_reason, f_value, f_dev, "OBSERVE=yes", NULL };
 
         snprintf(f_reason, sizeof(f_reason), "REASON=%s", a->reason);
+        snprintf(f_value, sizeof(f_value), "VALUE=%" PRIu64, a->value);
+        snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, a->major, a->minor);
         event_record(ctx->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                                 .cgroup = a->path, .unit = e ? e->unit : NULL,
                                                 .action = wp_action_to_string(a->kind), .fields = fields },

@@ -198,11 +198,12 @@ int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error
 }
 
 static void record_policy_change(EventLog *events, const PolicyJob *j, const PolicyRequest *q) {
-        char f_policy[POLICY_NAME_MAX + 16], f_uid[32];
-        const char *fields[] = { f_policy, f_uid, NULL };
+        char f_policy[POLICY_NAME_MAX + 16], f_uid[32], f_pid[32];
+        const char *fields[] = { f_policy, f_uid, f_pid, j->change->remove ? "CHANGE=removed" : "CHANGE=changed", NULL };
 
         snprintf(f_policy, sizeof(f_policy), "POLICY=%s", j->change->name);
         snprintf(f_uid, sizeof(f_uid), "CALLER_UID=%u", (unsigned) q->uid);
+        snprintf(f_pid, sizeof(f_pid), "CALLER_PID=%d", (int) q->pid);
         event_record(events, &(LogEvent) {
                               .level = LOG_NOTICE,
                               .message_id = MESSAGE_POLICY_CHANGED,

@@ -38,6 +38,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_get_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListEvents", "t", SD_BUS_PARAM(since_seq), "a(ttissss)", SD_BUS_PARAM(events),
                                  method_list_events, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListEventsWithFields", "t", SD_BUS_PARAM(since_seq), "a(ttissssa{sv})",
+                                 SD_BUS_PARAM(events), method_list_events_with_fields, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetMetrics", "", , "s", SD_BUS_PARAM(metrics), method_get_metrics,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetHistory", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(since_realtime_usec),
@@ -61,10 +63,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                  "s", SD_BUS_PARAM(result), method_writeback, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Release", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(usec),
                                  "s", SD_BUS_PARAM(result), method_release, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissss",
+        SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissssa{sv}",
                                  SD_BUS_PARAM(seq) SD_BUS_PARAM(realtime_usec) SD_BUS_PARAM(priority)
                                  SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)
-                                 SD_BUS_PARAM(message), 0),
+                                 SD_BUS_PARAM(message) SD_BUS_PARAM(fields), 0),
         SD_BUS_SIGNAL("ThrottlesChanged", "", 0),
         SD_BUS_VTABLE_END,
 };
@@ -86,11 +88,19 @@ static int attach(BusConnection *c, void *userdata) {
                                         hello_vtable, c);
 }
 
+/* The Event signal: the seven arguments it always had, then the event's fields. */
 static int send_event(sd_bus *bus, const void *data) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
         const Event *e = data;
+        int r;
 
-        return sd_bus_emit_signal(bus, BUS_OBJECT_PATH, BUS_INTERFACE, "Event", "ttissss", e->seq, e->realtime_usec,
-                                  (int32_t) e->level, e->action, e->cgroup, e->unit, e->message);
+        r = sd_bus_message_new_signal(bus, &s, BUS_OBJECT_PATH, BUS_INTERFACE, "Event");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "ttissss", e->seq, e->realtime_usec, (int32_t) e->level, e->action,
+                                          e->cgroup, e->unit, e->message);
+        if (r >= 0)
+                r = api_append_event_fields(s, e);
+        return r < 0 ? r : sd_bus_send(bus, s, NULL);
 }
 
 static int send_throttles_changed(sd_bus *bus, const void *data) {

@@ -105,6 +105,9 @@ int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_events_with_fields(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* An event's own fields (event-log.h) as a{sv}: keys in lower case, whole numbers as t, yes/no as b. */
+int api_append_event_fields(sd_bus_message *r, const Event *e);
 int method_list_throttles(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
 /* api-history.c */

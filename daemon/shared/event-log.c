@@ -20,8 +20,37 @@ static void copy(char *dst, size_t size, const char *src) {
         name_escape_into(dst, size, src ? src : "");
 }
 
+/* Each field escaped, NUL-ended, as many whole ones as fit; an empty string closes the list. */
+static void copy_fields(char *dst, size_t size, const char *const *fields) {
+        size_t off = 0;
+
+        for (size_t i = 0; fields && fields[i]; i++) {
+                _cleanup_free_ char *escaped = name_escape(fields[i]);
+                size_t n;
+
+                if (!escaped)
+                        break;
+                n = strlen(escaped);
+                if (n == 0 || !strchr(escaped, '=') || off + n + 2 > size)
+                        continue;
+                memcpy(dst + off, escaped, n + 1);
+                off += n + 1;
+        }
+        dst[off] = '\0';
+}
+
+const char *event_next_field(const Event *e, const char **cursor) {
+        const char *next = *cursor ? *cursor + strlen(*cursor) + 1 : e->fields;
+
+        if (!*next)
+                return NULL;
+        *cursor = next;
+        return next;
+}
+
 const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
-                           const char *cgroup, const char *unit, const char *message) {
+                           const char *cgroup, const char *unit, const char *message,
+                           const char *const *fields) {
         Event *e = &l->ring[(l->next_seq - 1) % EVENT_LOG_SIZE];
 
         e->seq = l->next_seq++;
@@ -31,6 +60,7 @@ const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const
         copy(e->cgroup, sizeof(e->cgroup), cgroup);
         copy(e->unit, sizeof(e->unit), unit);
         copy(e->message, sizeof(e->message), message);
+        copy_fields(e->fields, sizeof(e->fields), fields);
         return e;
 }
 
@@ -55,7 +85,7 @@ void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) {
         va_start(ap, format);
         vsnprintf(message, sizeof(message), format, ap);
         va_end(ap);
-        e = event_log_add(l, now_usec(CLOCK_REALTIME), ev->level, ev->action, ev->cgroup, ev->unit, message);
+        e = event_log_add(l, now_usec(CLOCK_REALTIME), ev->level, ev->action, ev->cgroup, ev->unit, message, ev->fields);
         /* The journal gets the names escaped as the API sends them: whole (cut as the ring keeps
          * them when there was no memory for a whole copy). */
         logged.cgroup = ev->cgroup ? cgroup ?: e->cgroup : NULL;

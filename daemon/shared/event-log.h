@@ -15,6 +15,7 @@
 
 #define EVENT_LOG_SIZE 512
 #define EVENT_TEXT_MAX 256
+#define EVENT_FIELDS_MAX 512
 
 typedef struct Event {
         uint64_t seq;                   /* 1, 2, ...: never reused */
@@ -24,6 +25,9 @@ typedef struct Event {
         char cgroup[EVENT_TEXT_MAX];
         char unit[128];
         char message[EVENT_TEXT_MAX];
+        /* The event's own journal fields ("KEY=value", escaped as names are), each ended by a NUL,
+         * the last followed by an empty one; a field that does not fit is left out whole. */
+        char fields[EVENT_FIELDS_MAX];
 } Event;
 
 /* Called for every event recorded, after it is in the ring. */
@@ -41,9 +45,14 @@ typedef struct EventLog {
 void event_log_init(EventLog *l);
 
 /* Appends an event (strings may be NULL; cgroup, unit and message are kept in the escaped form of
- * names, name-escape.h, and cut at a character's end when too long) and returns it. */
+ * names, name-escape.h, and cut at a character's end when too long; `fields`, NULL-terminated
+ * "KEY=value" strings, may be NULL) and returns it. */
 const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
-                           const char *cgroup, const char *unit, const char *message);
+                           const char *cgroup, const char *unit, const char *message,
+                           const char *const *fields);
+
+/* Iterates an event's fields: `*cursor` starts as NULL; the next "KEY=value", or NULL after the last. */
+const char *event_next_field(const Event *e, const char **cursor);
 
 /* The event with sequence number `seq`, or NULL if not (or no longer) kept. */
 const Event *event_log_get(const EventLog *l, uint64_t seq);

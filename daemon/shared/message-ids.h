@@ -2,7 +2,8 @@
 /*
  * Every MESSAGE_ID the daemon's structured events carry, in one place, so
  * that a journal query (journalctl MESSAGE_ID=...) and the documentation
- * (docs/control-api.md) can be checked against one list.
+ * can be checked against one list: each has exactly one entry in the journal
+ * catalog, systemd/mdreclaim.catalog (tests/unit/check-catalog.py).
  */
 #pragma once
 

@@ -72,6 +72,30 @@ small() { [ "$(slab_of)" -lt "$before" ]; }
 check "its slab_reclaimable went down" wait_for 60 small
 note "$unit: slab_reclaimable $(mib "$before") MiB -> $(mib "$(slab_of)") MiB"
 
+section "a scrape: mdctl metrics through an OpenMetrics parser"
+mdctl metrics > /tmp/metrics.txt
+# The families a dashboard of this run would read: the unit's slab, and what the
+# allocation point did to it (python3-prometheus-client, from the host's root).
+cat > /tmp/scrape.py <<'EOT'
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+unit = sys.argv[1]
+got = {}
+for fam in text_string_to_metric_families(open("/tmp/metrics.txt").read()):
+    for s in fam.samples:
+        if s.name == "mdreclaim_cgroup_slab_reclaimable_bytes" and unit in s.labels.get("cgroup", ""):
+            got["slab"] = s.value
+        if s.name == "mdreclaim_reclaims_total":
+            got["reclaims"] = s.value
+        if s.name == "mdreclaim_cgroups_governed":
+            got["governed"] = s.value
+print(" ".join(f"{k}={v:g}" for k, v in sorted(got.items())))
+sys.exit(0 if got.get("slab", 0) > 0 and got.get("reclaims", 0) > 0 and got.get("governed", 0) >= 1 else 1)
+EOT
+check "the exposition parses, with the unit's slab, the reclaims and the governed count" \
+    python3 /tmp/scrape.py "$unit"
+note "scraped: $(python3 /tmp/scrape.py "$unit" 2>&1 | tail -n 1); $(grep -c '^mdreclaim_' /tmp/metrics.txt) samples"
+
 section "systemctl restart mdreclaimd"
 systemctl restart mdreclaimd.service
 check "the control socket answers again" wait_for 60 socket_up

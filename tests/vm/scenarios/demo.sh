@@ -27,9 +27,16 @@ need_daemon
 
 victim=$MDR_VMDIR/helpers/victim
 alone_s=8
+kernel_s=16
 busy_s=24
 
 section() { printf '\n--- %s\n' "$*"; }
+# What the disk completed (sectors written, /sys/block/vda/stat), for each phase's write rate.
+disk_written() { awk '{ print $7 }' /sys/block/vda/stat; }
+mark() { echo "$(disk_written) $(now)" > "/tmp/mark-$1"; }
+disk_rate() { # PHASE: MiB/s the disk completed since mark PHASE
+    awk -v s="$(disk_written)" -v t="$(now)" '{ printf "%.1f", (s - $1) * 512 / 1048576 / (t - $2) }' "/tmp/mark-$1"
+}
 unit_state() { systemctl show -P ActiveState "$1"; }
 sample() { "$MDRECLAIMD" --sample-once --json; }
 
@@ -40,6 +47,15 @@ mdreclaimd and mdctl from $from.
   mdr-victim.service  rewrites 4 KiB of a 1 MiB file and fdatasyncs it, over and over
   mdr-writer.service  dd, writing as fast as the page cache lets it
 EOT
+
+# Metrics for node_exporter's textfile collector, where Debian's reads them
+# (the shipped unit may write there): a scrape of it during the run below.
+textfile_dir=/var/lib/prometheus/node-exporter
+if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ]; then
+    mkdir -p /etc/mdreclaim/mdreclaimd.conf.d "$textfile_dir"
+    printf '[Metrics]\nTextfileDirectory=%s\nTextfileInterval=2s\n' "$textfile_dir" \
+        > /etc/mdreclaim/mdreclaimd.conf.d/demo-metrics.conf
+fi
 
 section "starting mdreclaimd.service"
 systemctl start mdreclaimd.service
@@ -65,7 +81,29 @@ section "the victim alone for ${alone_s}s"
 systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
     python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone        " | tee /tmp/alone.txt
 
-section "the victim beside the writer for ${busy_s}s; what the daemon samples (--sample-once --json) every few seconds"
+# The same pair with the kernel alone, for comparison: the writer's policy in
+# Mode=observe, so the daemon watches and says what it would do, and writes
+# nothing (it learns the disk's capacity meanwhile, as it would on a host it
+# has run on for a while).
+if [ "$have_mdctl" = 1 ]; then
+    section "the victim beside the writer for ${kernel_s}s, the kernel alone (the writer's policy in Mode=observe)"
+    "$MDCTL" policy set mdr-writer.service Mode=observe > /dev/null 2>&1
+    mark kernel
+    systemd-run --quiet --unit=mdr-writer dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
+    systemd-run --quiet --wait --pipe --unit=mdr-victim \
+        python3 "$victim" /mnt/ext4/victim "$kernel_s" "victim, kernel alone" | tee /tmp/kernel.txt
+    disk_rate kernel > /tmp/kernel.rate
+    systemctl stop mdr-writer.service
+    rm -f /mnt/ext4/bulk    # its dirty pages go with it, unwritten
+    wait_gone() { [ ! -d "/sys/fs/cgroup/system.slice/$1" ]; }
+    wait_for 30 wait_gone mdr-victim.service
+    wait_for 30 wait_gone mdr-writer.service
+    sync
+    "$MDCTL" policy set mdr-writer.service Mode=enforce > /dev/null
+fi
+
+section "the victim beside the writer for ${busy_s}s, mdreclaimd enforcing; what the daemon samples (--sample-once --json) every few seconds"
+mark busy
 systemd-run --quiet --unit=mdr-victim -p StandardOutput=file:/tmp/busy.txt \
     python3 "$victim" /mnt/ext4/victim "$busy_s" "victim beside writer"
 systemd-run --quiet --unit=mdr-writer \
@@ -73,6 +111,23 @@ systemd-run --quiet --unit=mdr-writer \
 echo "(dirty, writeback: the writer's memory.stat file_dirty, file_writeback; io stall: how long"
 echo " the victim's tasks waited on I/O since the first sample, from its io.pressure 'some' total)"
 printf '%6s  %18s %11s  %22s\n' "t" "mdr-writer: dirty" "writeback" "mdr-victim: io stall"
+# Whether the textfile node_exporter would read holds the writer's cap (prints it).
+cat > /tmp/scrape.py <<'EOT'
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+try:
+    text = open(sys.argv[1]).read()
+except OSError:
+    sys.exit(1)
+for fam in text_string_to_metric_families(text):
+    for s in fam.samples:
+        if s.name == "mdreclaim_throttle_limit" and s.labels.get("unit") == "mdr-writer.service" \
+                and s.labels.get("knob") == "io.max":
+            print(f"io.max {s.labels.get('device')} wbps={s.value:.0f} set by the {s.labels.get('point')} point")
+            sys.exit(0)
+sys.exit(1)
+EOT
+scraped=
 max_dirty=0
 seen_writer=0
 seen_victim=0
@@ -102,13 +157,35 @@ while [ -d /sys/fs/cgroup/system.slice/mdr-victim.service ]; do
     printf '%5ss  %14s MiB %7s MiB  %22s\n' "$(since "$t0")" "$(mib "$d")" "$(mib "$wb")" "$stall"
     sleep 2
 done
+disk_rate busy > /tmp/busy.rate
+# The scrape, once the victim is done (python's start takes seconds under TCG;
+# the cap outlives the victim by CapHoldTime, 10 s): what node_exporter would read.
+cp "$textfile_dir/mdreclaim.prom" /tmp/scraped.prom 2> /dev/null &&
+    scraped=$(python3 /tmp/scrape.py /tmp/scraped.prom) || scraped=
 cat /tmp/busy.txt
 rate() { sed -n 's/.* = \([0-9.]*\) ops\/s.*/\1/p' "$1"; }
+p99() { sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' "$1"; }
 worst() { sed -n 's/.*worst \([0-9.]*\) ms.*/\1/p' "$1"; }
+# The victim alone, beside the writer with the kernel alone, and with mdreclaimd.
+three_way() {
+    local label f a
+    a=$(rate /tmp/alone.txt)
+    printf '\n%-33s %7s %6s %8s %9s %7s\n' "the victim (fdatasync of 4 KiB)" "ops/s" "kept" "p99 ms" "worst ms" "disk"
+    for f in alone kernel busy; do
+        [ -n "$(rate "/tmp/$f.txt")" ] || continue
+        case $f in
+        alone) label="alone" ;;
+        kernel) label="beside the writer, kernel alone" ;;
+        busy) label="beside the writer, mdreclaimd" ;;
+        esac
+        awk -v l="$label" -v r="$(rate "/tmp/$f.txt")" -v a="$a" -v p="$(p99 "/tmp/$f.txt")" \
+            -v w="$(worst "/tmp/$f.txt")" -v d="$(cat "/tmp/$f.rate" 2>/dev/null)" 'BEGIN {
+            printf "%-33s %7.1f %5.0f%% %8.1f %9.0f %7s\n", l, r, 100 * r / a, p, w, d == "" ? "" : d " MiB/s" }'
+    done
+    echo "(kept: ops/s against the victim alone; disk: what the disk completed meanwhile, the writer nearly all of it)"
+}
 if [ -n "$(rate /tmp/alone.txt)" ] && [ -n "$(rate /tmp/busy.txt)" ]; then
-    awk -v a="$(rate /tmp/alone.txt)" -v b="$(rate /tmp/busy.txt)" \
-        -v wa="$(worst /tmp/alone.txt)" -v wb="$(worst /tmp/busy.txt)" 'BEGIN {
-        printf "=> beside the writer the victim kept %.0f %% of its alone rate; its worst fdatasync went from %.0f ms to %.0f ms\n", 100 * b / a, wa, wb }'
+    three_way
 fi
 
 if [ "$have_mdctl" = 1 ]; then
@@ -122,6 +199,17 @@ rc=$?
 head -n 1 /tmp/sample.txt
 grep -E 'mdr-|mdreclaimd' /tmp/sample.txt
 systemctl stop mdr-writer.service 2>/dev/null
+
+if [ "$have_mdctl" = 1 ]; then
+    section "the last minutes as the daemon recorded them (mdctl history mdr-victim.service, the last 10 s)"
+    "$MDCTL" history mdr-victim.service --since 2min | { IFS= read -r header; echo "$header"; tail -n 10; }
+    plot_rc=skipped
+    if command -v gnuplot > /dev/null; then
+        "$MDCTL" plot mdr-victim.service mdr-writer.service --since 3min -o "$MDR_ARTIFACTS/main-job.png" \
+            && plot_rc=0 || plot_rc=$?
+        [ "$plot_rc" = 0 ] && echo "(a plot of it: main-job.png, kept by tools/main-job)"
+    fi
+fi
 
 if [ "$have_mdctl" = 1 ]; then
     section "what the daemon did to this demo's units (mdctl events)"
@@ -148,8 +236,23 @@ check_cmp "the writer's dirty + writeback seen by the daemon (MiB)" "$(mib "$max
 check "the victim ran alone" grep -q 'ops/s' /tmp/alone.txt
 check "the victim ran beside the writer" grep -q 'ops/s' /tmp/busy.txt
 check "mdreclaimd logged to the journal" test -s /tmp/journal.txt
+if [ "$have_mdctl" = 1 ]; then
+    check "the victim ran beside the writer with the kernel alone" grep -q 'ops/s' /tmp/kernel.txt
+    check "a scrape of $textfile_dir/mdreclaim.prom found the writer's cap${scraped:+ ($scraped)}" \
+        test -n "$scraped"
+    [ "$plot_rc" = skipped ] || check_cmp "mdctl plot drew the run" "$plot_rc" -eq 0
+fi
 check "mdreclaimd.service is still active" test "$(unit_state mdreclaimd.service)" = active
 check_cmp "mdreclaimd.service was not restarted" "$(systemctl show -P NRestarts mdreclaimd.service)" -eq 0
+
+section "in short"
+if [ -n "$(rate /tmp/alone.txt)" ] && [ -n "$(rate /tmp/busy.txt)" ]; then
+    three_way
+fi
+if [ "$have_mdctl" = 1 ] && [ "$plot_rc" = 0 ]; then
+    echo "The run as the daemon recorded it: main-job.png (the victim's stall, the writer's dirty data and"
+    echo "writes, and the cap on one time axis), kept in build/main-job/ by tools/main-job."
+fi
 # The files stay: the disk goes with the VM, and removing a file waits for
 # its writeback, which the daemon's cap may still hold to a crawl (the
 # package scenario goes on after this demo, with files of its own).
