@@ -99,7 +99,7 @@ if [ "$have_mdctl" = 1 ]; then
     wait_for 30 wait_gone mdr-victim.service
     wait_for 30 wait_gone mdr-writer.service
     sync
-    "$MDCTL" policy set mdr-writer.service Mode=enforce > /dev/null
+    "$MDCTL" policy set mdr-writer.service Mode=enforce > /dev/null 2>&1
 fi
 
 section "the victim beside the writer for ${busy_s}s, mdreclaimd enforcing; what the daemon samples (--sample-once --json) every few seconds"
