@@ -272,7 +272,7 @@ static void cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
         else
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
                          "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has %s for CapHoldTime",
-                         a->major, a->minor, guarding ? "stalled or done io there" : "stalled");
+                         a->major, a->minor, what);
 }
 
 /*
@@ -414,8 +414,8 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                                 break;
                         }
         }
-        /* Writers at a tenth or less of the heaviest one are not what hurts. */
-        /* Guarding, a writer's first cap is the guard's, whether a stall or its io brought it. */
+        /* Writers at a tenth or less of the heaviest one are not what hurts. Guarding, a writer's
+         * first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
                         cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
