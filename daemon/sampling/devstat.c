@@ -119,16 +119,33 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
         t->n = kept;
 }
 
-/* One "MAJOR:MINOR BYTES" line, nothing else on it. */
-static int parse_capacity_line(const char *line, DevCapacity *ret) {
-        unsigned major, minor;
-        unsigned long long bytes;
-        int end = 0;
+/* Digits at *p up to `end` (a character that must follow them), no more than max; *p moves past `end`. */
+static int scan_number(const char **p, char end, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *q = *p;
 
-        if (sscanf(line, "%u:%u %llu%n", &major, &minor, &bytes, &end) != 3 || line[end] != '\0' || bytes == 0 ||
-            line[0] < '0' || line[0] > '9')
+        if (*q < '0' || *q > '9')
                 return -EBADMSG;
-        *ret = (DevCapacity) { .major = major, .minor = minor, .capacity = bytes };
+        for (; *q >= '0' && *q <= '9'; q++) {
+                if (v > (max - (uint64_t) (*q - '0')) / 10)
+                        return -EBADMSG;
+                v = v * 10 + (uint64_t) (*q - '0');
+        }
+        if (*q != end)
+                return -EBADMSG;
+        *p = end ? q + 1 : q;
+        *ret = v;
+        return 0;
+}
+
+/* One "MAJOR:MINOR BYTES" line, nothing else on it, the capacity above 0. */
+static int parse_capacity_line(const char *line, DevCapacity *ret) {
+        uint64_t major, minor, bytes;
+
+        if (scan_number(&line, ':', UINT32_MAX, &major) < 0 || scan_number(&line, ' ', UINT32_MAX, &minor) < 0 ||
+            scan_number(&line, '\0', UINT64_MAX, &bytes) < 0 || bytes == 0)
+                return -EBADMSG;
+        *ret = (DevCapacity) { .major = (uint32_t) major, .minor = (uint32_t) minor, .capacity = bytes };
         return 0;
 }
 

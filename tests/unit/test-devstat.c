@@ -41,6 +41,7 @@ static void test_capacities_are_read_and_given_to_new_devices(void **s) {
 static void test_odd_text_is_ignored_whole(void **s) {
         static const char *const bad[] = {
                 "8:0 16777216\n8:0 lots\n", "8:0\n", "8:0 0\n", "-8:0 5\n", "8:0 5 6\n", "8 0 5\n", " 8:0 5\n",
+                "8:-1 5\n", "8: 0 5\n", "8:0 -5\n", "8:0  5\n", "4294967296:0 5\n", "8:0 18446744073709551616\n",
         };
         DevStatTable t = {};
         char nul[] = "8:0 5\0junk";
