@@ -215,6 +215,10 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
                 return err;
         if (refused(a, cg, q))
                 return -ECANCELED;
+        /* An empty cgroup is about to be removed (a unit that stopped): a throttle set now could
+         * only outlive it, holding its last dirty pages to a crawl (not now, for the point). */
+        if (cgroup_populated(cg) == 0)
+                return -ECANCELED;
         /* The kernel keeps memory.high in pages: a value it would round is
          * rounded here, or the next check would take it for someone else's. */
         if (q->kind == THROTTLE_MEMORY_HIGH && q->value != THROTTLE_NONE)
@@ -511,8 +515,19 @@ static void drop_entry(Actuator *a, ThrottleEntry *t) {
         ledger_remove(&a->ledger, t);
 }
 
+/* Notes a cgroup found empty, once; a full list waits for the next check. */
+static void note_emptied(uint64_t *ids, size_t *n, size_t max, uint64_t id) {
+        for (size_t i = 0; i < *n; i++)
+                if (ids[i] == id)
+                        return;
+        if (*n < max)
+                ids[(*n)++] = id;
+}
+
 void actuator_verify(Actuator *a) {
         bool changed = end_releases(a, false);
+        uint64_t emptied[16];
+        size_t n_emptied = 0;
 
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
@@ -523,6 +538,12 @@ void actuator_verify(Actuator *a) {
 
                 if (write_in_flight(a, t))
                         continue;
+                /* No process left: its throttles go before the cgroup does, or they would hold what
+                 * it left behind (dirty pages under io.max) once nobody can lift them. */
+                if (cg && cgroup_populated(cg) == 0) {
+                        note_emptied(emptied, &n_emptied, ELEMENTSOF(emptied), t->cgroup_id);
+                        continue;
+                }
                 if (cg)
                         err = throttle_read(cg, t->kind, t->major, t->minor, &current);
                 if (err == -ENODEV || (cg && err == -ENOENT)) {
@@ -541,6 +562,8 @@ void actuator_verify(Actuator *a) {
                 drop_entry(a, t);
                 changed = true;
         }
+        for (size_t i = 0; i < n_emptied; i++)
+                changed |= lift_all_on(a, emptied[i], "the cgroup has no process left") > 0;
         if (changed)
                 (void) persist(a);
 }

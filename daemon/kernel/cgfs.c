@@ -255,6 +255,25 @@ int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret) {
         return cg_parse_u64(buf, len, ret);
 }
 
+int cgroup_populated(Cgroup *cg) {
+        static const char *const keys[] = { "populated" };
+        char buf[128];
+        uint64_t v = 0, found = 0;
+        size_t len;
+        int fd = -1, r;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        r = read_kept(cg->dirfd, "cgroup.events", &fd, buf, sizeof(buf), &len);
+        closep(&fd);
+        if (r < 0)
+                return r;
+        r = cg_parse_flat_keyed(buf, len, keys, 1, &v, &found);
+        if (r < 0)
+                return r;
+        return found ? v != 0 : -ENOENT;
+}
+
 bool cgroup_gone(const Cgroup *cg) {
         /* Every cgroup has cgroup.procs, so its absence means removal. */
         return faccessat(cg->dirfd, "cgroup.procs", F_OK, 0) < 0 &&
