@@ -179,6 +179,14 @@ start_daemon
 in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
 run_case mdreclaimd
 capped=$(grep -c 'cap-writes\|ACTION=cap-writes\|io.max .* wbps' /tmp/daemon.log)
+# The bench's picture of the case: the victim's stall, the writer's dirty data
+# and writes, and the cap, from the daemon's own history (vmtest keeps it
+# where MDRECLAIM_VM_ARTIFACTS says).
+if [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] &&
+        command -v gnuplot > /dev/null; then
+    "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs.png" > /dev/null &&
+        note "plot of the mdreclaimd case: write-point-$fs.png"
+fi
 stop_daemon TERM
 cp /tmp/daemon.log "/tmp/daemon-$fs.log"
 check_cmp "the daemon capped the writer while the victim stalled (events)" "$capped" -gt 0
