@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +27,16 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  status                        the daemon and the host at a glance\n"
-               "  list [--sort KEY]             every cgroup watched (KEY: dirty, pressure, memory, name)\n"
+               "  list [--sort KEY] [--tree] [-o COLS]\n"
+               "                                every cgroup watched (KEY: dirty, pressure, memory,\n"
+               "                                name); --tree: as the cgroup hierarchy\n"
                "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup)\n"
-               "  top [--sort KEY] [--delay T] [-n N]\n"
+               "  top [--sort KEY] [--delay T] [-n N] [-o COLS]\n"
                "                                live view; q quits, d/p/m/n sort, space refreshes\n"
                "  reclaim UNIT [--bytes SIZE] [--cache-only]\n"
                "                                reclaim memory of a cgroup now\n"
                "  writeback UNIT [--wait]       write back a cgroup's dirty data now\n"
-               "  throttles                     every throttle the daemon holds, and the releases\n"
+               "  throttles [-o COLS]           every throttle the daemon holds, and the releases\n"
                "  release UNIT [--for TIME] | --all\n"
                "                                lift a cgroup's throttles (or every cgroup's) now and\n"
                "                                set none for TIME (default 10min)\n"
@@ -51,11 +54,15 @@ static void help(void) {
                "Options:\n"
                "  --json            machine-readable output: one JSON document (one per line with --follow)\n"
                "  --no-legend       no column headers\n"
+               "  -o, --output COLS the table's columns, a comma list (list, top, throttles);\n"
+               "                    an unknown one is refused with the valid ones\n"
                "  --socket PATH     the daemon's control socket (default: $MDCTL_SOCKET or\n"
                "                    " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version         print the version\n"
                "  -h, --help        print this help\n"
                "\n"
+               "Tables fit the terminal ($COLUMNS first), the cgroup column shortened in the middle;\n"
+               "without a terminal or $COLUMNS, nothing is cut.\n"
                "Reading needs access to the socket; changing things needs root or the group named\n"
                "by the daemon's AdminGroup=.\n"
                "Exit status: 0 success, 1 failure, 2 bad usage.\n");
@@ -63,7 +70,7 @@ static void help(void) {
 
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
-        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_TREE,
 };
 
 static int parse_option(int c, Args *a) {
@@ -107,6 +114,8 @@ static int parse_option(int c, Args *a) {
                 a->have_for = true;
                 break;
         case ARG_ALL: a->all = true; break;
+        case 'o': a->output = optarg; break;
+        case ARG_TREE: a->tree = true; break;
         default:
                 return usage_error("unknown option");
         }
@@ -127,6 +136,8 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "iterations", required_argument, NULL, 'n' },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
+                { "output", required_argument, NULL, 'o' },
+                { "tree", no_argument, NULL, ARG_TREE },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {}
@@ -139,7 +150,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 a->socket = CONTROL_SOCKET_DEFAULT;
         opterr = 0;
         for (;;) {
-                c = getopt_long(argc, argv, "+hfd:n:", options, NULL);
+                c = getopt_long(argc, argv, "+hfd:n:o:", options, NULL);
                 if (c < 0) {
                         /* A positional argument: keep it and go on with options after it; after "--" only these. */
                         bool rest = optind > 1 && streq(argv[optind - 1], "--");
@@ -176,7 +187,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
-        OPT_RELEASE = 1 << 5,
+        OPT_RELEASE = 1 << 5, OPT_OUTPUT = 1 << 6, OPT_TREE = 1 << 7,
 };
 
 typedef struct Verb {
@@ -184,20 +195,21 @@ typedef struct Verb {
         int min_args, max_args;         /* after the verb; -1: any */
         unsigned options;               /* OPT_* the verb takes */
         int (*run)(sd_bus *bus, const Args *a);
+        const char *const *columns;     /* its table's, for -o */
 } Verb;
 
 static const Verb verbs[] = {
         { "status", 0, 0, 0, verb_status },
-        { "list", 0, 0, OPT_SORT, verb_list },
+        { "list", 0, 0, OPT_SORT | OPT_OUTPUT | OPT_TREE, verb_list, cgroup_columns },
         { "show", 1, 1, 0, verb_show },
-        { "top", 0, 0, OPT_SORT | OPT_TOP, verb_top },
+        { "top", 0, 0, OPT_SORT | OPT_TOP | OPT_OUTPUT, verb_top, cgroup_columns },
         { "reclaim", 1, 1, OPT_BYTES, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "policy", 1, -1, 0, verb_policy },
         { "events", 0, 0, OPT_FOLLOW, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },
         { "reload", 0, 0, 0, verb_reload },
-        { "throttles", 0, 0, 0, verb_throttles },
+        { "throttles", 0, 0, OPT_OUTPUT, verb_throttles, throttle_columns },
         { "release", 0, 1, OPT_RELEASE, verb_release },
 };
 
@@ -205,16 +217,22 @@ static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
+                { OPT_OUTPUT, "-o/--output" }, { OPT_TREE, "--tree" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
-                        (a->have_for || a->all ? OPT_RELEASE : 0);
+                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->output ? OPT_OUTPUT : 0) |
+                        (a->tree ? OPT_TREE : 0);
 
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))
                         return usage_error("%s does not go with '%s'", opts[i].name, v->name);
         if (a->json && streq(v->name, "top"))
                 return usage_error("top has no JSON output; use 'mdctl list --json'");
+        if (a->json && (a->output || a->tree))
+                return usage_error("%s shapes the table; --json prints every field", a->tree ? "--tree" : "-o");
+        if (a->output && table_check_choice(v->columns, a->output) < 0)
+                return -EINVAL;
         if (a->json && streq(v->name, "metrics"))
                 return usage_error("metrics prints the OpenMetrics text format, not JSON");
         if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
@@ -233,6 +251,8 @@ int main(int argc, char **argv) {
         Args a;
         int r;
 
+        /* Character widths for the tables (UTF-8 ellipsis and tree); numbers stay in the C locale for JSON. */
+        (void) setlocale(LC_CTYPE, "");
         r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;

@@ -30,6 +30,8 @@ typedef struct Args {
         bool have_top_opts;
         uint64_t iterations;
         bool all;               /* release --all */
+        const char *output;     /* -o: the columns shown */
+        bool tree;              /* list --tree */
         bool have_for;
         uint64_t for_usec;      /* release --for */
         char **argv;            /* the verb and its arguments */
@@ -65,5 +67,9 @@ int verb_throttles(sd_bus *bus, const Args *a);
 int verb_release(sd_bus *bus, const Args *a);
 /* Checks `release UNIT | --all` before connecting. */
 int check_release_args(const Args *a);
+/* The columns of `mdctl throttles`, in table_init()'s form (for -o). */
+extern const char *const throttle_columns[];
+/* Prints a table fitted to stdout's width with the chosen columns: 0, or a negative errno after saying why. */
+int print_table(Table *t, const Args *a);
 /* show's lines on the cgroup `c`'s throttles and release, from ListThrottles' array. */
 void show_throttles(const Value *c, const Value *throttles);
