@@ -287,8 +287,10 @@ static int set_cells(Printing *p, size_t row, struct libscols_line *ln) {
                         continue;
                 if (t->path[i] && p->path_width != SIZE_MAX) {
                         size_t indent = TREE_INDENT * depth_of(t, row);
-                        cell = table_shorten(buf, sizeof(buf), cell,
-                                             p->path_width > indent + 4 ? p->path_width - indent : 4);
+                        size_t limit = p->path_width > indent + 4 ? p->path_width - indent : 4;
+
+                        if (text_width(cell) > limit)   /* a cut one fits the buffer: limit < the width */
+                                cell = table_shorten(buf, sizeof(buf), cell, MIN(limit, sizeof(buf) / 4));
                 }
                 r = scols_line_set_data(ln, col++, cell);
                 if (r < 0)
