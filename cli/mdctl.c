@@ -49,13 +49,18 @@ static void help(void) {
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
                "  events [-f|--follow]          recent events (actions and decisions)\n"
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
+               "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
+               "                                host) over the last hour, or the last TIME\n"
+               "  plot UNIT... [--since TIME] -o FILE.svg|FILE.png\n"
+               "                                draw their stalls, dirty data, write rates and caps\n"
+               "                                over time (needs gnuplot)\n"
                "  reload                        reread the configuration\n"
                "\n"
                "Options:\n"
                "  --json            machine-readable output: one JSON document (one per line with --follow)\n"
                "  --no-legend       no column headers\n"
                "  -o, --output COLS the table's columns, a comma list (list, top, throttles);\n"
-               "                    an unknown one is refused with the valid ones\n"
+               "                    an unknown one is refused with the valid ones (plot: its file)\n"
                "  --socket PATH     the daemon's control socket (default: $MDCTL_SOCKET or\n"
                "                    " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version         print the version\n"
@@ -70,7 +75,7 @@ static void help(void) {
 
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
-        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_TREE,
+        ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_SINCE, ARG_OUTPUT, ARG_TREE,
 };
 
 static int parse_option(int c, Args *a) {
@@ -114,7 +119,12 @@ static int parse_option(int c, Args *a) {
                 a->have_for = true;
                 break;
         case ARG_ALL: a->all = true; break;
-        case 'o': a->output = optarg; break;
+        case ARG_SINCE:
+                if (parse_duration(optarg, &a->since_usec) < 0 || a->since_usec == 0)
+                        return usage_error("invalid --since '%s': expected a duration above 0 (e.g. 15min)", optarg);
+                a->have_since = true;
+                break;
+        case 'o': case ARG_OUTPUT: a->output = optarg; break;
         case ARG_TREE: a->tree = true; break;
         default:
                 return usage_error("unknown option");
@@ -136,7 +146,8 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "iterations", required_argument, NULL, 'n' },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
-                { "output", required_argument, NULL, 'o' },
+                { "since", required_argument, NULL, ARG_SINCE },
+                { "output", required_argument, NULL, ARG_OUTPUT },
                 { "tree", no_argument, NULL, ARG_TREE },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
@@ -187,7 +198,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
-        OPT_RELEASE = 1 << 5, OPT_OUTPUT = 1 << 6, OPT_TREE = 1 << 7,
+        OPT_RELEASE = 1 << 5, OPT_SINCE = 1 << 6, OPT_OUTPUT = 1 << 7, OPT_TREE = 1 << 8,
 };
 
 typedef struct Verb {
@@ -211,37 +222,45 @@ static const Verb verbs[] = {
         { "reload", 0, 0, 0, verb_reload },
         { "throttles", 0, 0, OPT_OUTPUT, verb_throttles, throttle_columns },
         { "release", 0, 1, OPT_RELEASE, verb_release },
+        { "history", 1, 1, OPT_SINCE, verb_history },
+        { "plot", 1, -1, OPT_SINCE | OPT_OUTPUT, verb_plot },
 };
 
 static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
-                { OPT_OUTPUT, "-o/--output" }, { OPT_TREE, "--tree" },
+                { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" }, { OPT_TREE, "--tree" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
-                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->output ? OPT_OUTPUT : 0) |
-                        (a->tree ? OPT_TREE : 0);
+                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_since ? OPT_SINCE : 0) |
+                        (a->output ? OPT_OUTPUT : 0) | (a->tree ? OPT_TREE : 0);
 
         for (size_t i = 0; i < ELEMENTSOF(opts); i++)
                 if ((used & opts[i].opt) && !(v->options & opts[i].opt))
                         return usage_error("%s does not go with '%s'", opts[i].name, v->name);
         if (a->json && streq(v->name, "top"))
                 return usage_error("top has no JSON output; use 'mdctl list --json'");
-        if (a->json && (a->output || a->tree))
+        /* -o names columns for the tables (plot's -o is its file). */
+        if (v->columns && a->json && (a->output || a->tree))
                 return usage_error("%s shapes the table; --json prints every field", a->tree ? "--tree" : "-o");
-        if (a->output && table_check_choice(v->columns, a->output) < 0)
+        if (v->columns && a->output && table_check_choice(v->columns, a->output) < 0)
                 return -EINVAL;
         if (a->json && streq(v->name, "metrics"))
                 return usage_error("metrics prints the OpenMetrics text format, not JSON");
+        if (a->json && streq(v->name, "plot"))
+                return usage_error("plot draws a picture, not JSON; use 'mdctl history --json'");
         if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
                 return usage_error("'%s' takes %s", v->name,
                                    v->max_args == 0 ? "no arguments" :
                                    v->min_args == 1 && v->max_args == 1 ? "one unit name or cgroup path" :
+                                   v->min_args == 1 && v->max_args < 0 ? "one or more unit names or cgroup paths" :
                                    "other arguments");
         if (streq(v->name, "release"))
                 return check_release_args(a);
+        if (streq(v->name, "plot"))
+                return check_plot_args(a);
         return streq(v->name, "policy") ? check_policy_args(a) : 0;
 }
 

@@ -30,10 +30,12 @@ typedef struct Args {
         bool have_top_opts;
         uint64_t iterations;
         bool all;               /* release --all */
-        const char *output;     /* -o: the columns shown */
         bool tree;              /* list --tree */
         bool have_for;
         uint64_t for_usec;      /* release --for */
+        bool have_since;
+        uint64_t since_usec;    /* history, plot --since: how far back */
+        const char *output;     /* -o: the columns shown (list, top, throttles); plot's file */
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;
@@ -64,6 +66,26 @@ int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
 int verb_metrics(sd_bus *bus, const Args *a);
 int verb_throttles(sd_bus *bus, const Args *a);
+int verb_history(sd_bus *bus, const Args *a);
+int verb_plot(sd_bus *bus, const Args *a);
+/* Checks `plot UNIT... -o FILE` before connecting. */
+int check_plot_args(const Args *a);
+
+/* A sample of GetHistory: its figures in the order of the reply; UINT64_MAX is none (or "max"). */
+enum {
+        HROW_TIME, HROW_INTERVAL, HROW_MEMORY, HROW_FILE, HROW_DIRTY, HROW_SLAB, HROW_MEMORY_STALL, HROW_IO_STALL,
+        HROW_WRITE_RATE, HROW_HIGH, HROW_WBPS, _HROW_MAX,
+};
+
+typedef struct HistoryRow {
+        uint64_t v[_HROW_MAX];
+} HistoryRow;
+
+/* GetHistory of `unit` since the command line's --since: the reply, ready for history_next(). */
+int history_get(sd_bus *bus, const Args *a, const char *unit, sd_bus_message **ret, const char **ret_path,
+                bool *ret_truncated);
+/* The reply's next sample: 1, 0 after the last, or negative errno (said). */
+int history_next(sd_bus_message *reply, HistoryRow *ret);
 int verb_release(sd_bus *bus, const Args *a);
 /* Checks `release UNIT | --all` before connecting. */
 int check_release_args(const Args *a);

@@ -118,14 +118,27 @@ static int cv_textfile_interval(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, USEC_PER_SEC, INTERVAL_MAX_USEC);
 }
 
-static int cv_top_cgroups(const char *v, void *dest, uint64_t min) {
+/* A count from 0 to max into a uint32_t. */
+static int count_up_to(const char *v, uint64_t max, void *dest) {
         uint64_t u;
-        int r = parse_uint_range(v, 0, METRICS_TOP_CGROUPS_MAX, &u);
+        int r = parse_uint_range(v, 0, max, &u);
 
         if (r < 0)
                 return r;
         *(uint32_t *) dest = (uint32_t) u;
         return 0;
+}
+
+static int cv_top_cgroups(const char *v, void *dest, uint64_t min) {
+        return count_up_to(v, METRICS_TOP_CGROUPS_MAX, dest);
+}
+
+static int cv_history_samples(const char *v, void *dest, uint64_t min) {
+        return count_up_to(v, HISTORY_SAMPLES_MAX, dest);
+}
+
+static int cv_history_cgroups(const char *v, void *dest, uint64_t min) {
+        return count_up_to(v, HISTORY_CGROUPS_MAX, dest);
 }
 
 static const char *const top_by_names[_METRICS_TOP_MAX] = {
@@ -274,9 +287,13 @@ static const ConfKeyDef daemon_keys[] = {
           "an absolute path without spaces, or nothing" },
         { "Metrics", "TextfileInterval", cv_textfile_interval,
           offsetof(DaemonSettings, metrics.textfile_interval_usec), "a duration between 1s and 1h (e.g. 15s)" },
+        { "History", "Samples", cv_history_samples, offsetof(DaemonSettings, history_samples),
+          "a number of samples from 0 (no history) to 86400" },
+        { "History", "Cgroups", cv_history_cgroups, offsetof(DaemonSettings, history_cgroups),
+          "a number of cgroups from 0 to 256" },
 };
 
-static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", NULL };
+static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", "History", NULL };
 
 static const ConfKeyDef policy_keys[] = {
         { "Policy", "Mode", cv_mode, offsetof(Policy, mode), "off, observe or enforce" },
@@ -809,6 +826,8 @@ static void config_defaults(DaemonSettings *d) {
                 .log_level = LOG_INFO,
                 .metrics = { .top_cgroups = METRICS_TOP_CGROUPS_DEFAULT, .top_by = METRICS_TOP_MEMORY,
                              .textfile_interval_usec = METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC },
+                .history_samples = HISTORY_SAMPLES_DEFAULT,
+                .history_cgroups = HISTORY_CGROUPS_DEFAULT,
         };
 }
 

@@ -32,6 +32,12 @@
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
 #define GUARD_RATE_DEFAULT_PPM 700000                  /* 70% of a device, [WritePoint] GuardRate= */
 
+/* [History]: samples kept per cgroup (an hour at the default 1 s tick), and cgroups with a history. */
+#define HISTORY_SAMPLES_DEFAULT 3600
+#define HISTORY_SAMPLES_MAX 86400
+#define HISTORY_CGROUPS_DEFAULT 16
+#define HISTORY_CGROUPS_MAX 256
+
 #define METRICS_TOP_CGROUPS_DEFAULT 20
 #define METRICS_TOP_CGROUPS_MAX 1000
 #define METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC (15 * USEC_PER_SEC)
@@ -77,6 +83,9 @@ typedef struct DaemonSettings {
         uint64_t throttle_hold_usec;
         /* [Metrics] */
         MetricsSettings metrics;
+        /* [History] */
+        uint32_t history_samples;               /* per track; 0: no history */
+        uint32_t history_cgroups;               /* cgroups with a track, besides the host */
 } DaemonSettings;
 
 typedef struct Config {

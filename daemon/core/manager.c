@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "conf-file.h"
+#include "history-record.h"
 #include "hostfs.h"
 #include "log.h"
 #include "message-ids.h"
@@ -27,6 +28,10 @@ uint64_t manager_now_usec(Manager *m) {
 
         (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
         return t;
+}
+
+const char *manager_state_dir(const Manager *m) {
+        return m->args.state_dir ?: "/run/mdreclaim";
 }
 
 PointContext manager_context(Manager *m) {
@@ -227,6 +232,65 @@ int manager_rescan(Manager *m) {
         return 0;
 }
 
+/* ---- the sample history ---- */
+
+static void manager_record_history(Manager *m) {
+        int r;
+
+        if (!m->history)
+                return;
+        r = history_record(m->history, m->observer, actuator_ledger(m->actuator), now_usec(CLOCK_REALTIME));
+        if (r < 0)
+                return;
+        if (r > 0 && (size_t) r != m->history_refused_logged)
+                log_warning("%d cgroups under a policy have no sample history: [History] Cgroups=%zu are kept",
+                            r, m->history->max_cgroups);
+        m->history_refused_logged = (size_t) r;
+}
+
+static void manager_load_history(Manager *m) {
+        const char *dir = manager_state_dir(m);
+        int r;
+
+        if (m->config->daemon.history_samples == 0) {
+                /* Off: what an earlier run kept is not left behind to look current. */
+                r = history_remove_file(dir);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot remove %s/%s: %m", dir, HISTORY_FILE_NAME);
+                else if (r > 0)
+                        log_info("[History] Samples=0: the sample history %s/%s is removed", dir, HISTORY_FILE_NAME);
+                return;
+        }
+        r = history_new(m->config->daemon.history_samples, m->config->daemon.history_cgroups, &m->history);
+        if (r < 0) {
+                log_error_errno(r, "Cannot keep a sample history: %m");
+                return;
+        }
+        r = history_read_file(m->history, dir);
+        if (r == -EPROTONOSUPPORT)
+                log_warning("%s/%s was written by another version of the daemon; the history starts afresh", dir,
+                            HISTORY_FILE_NAME);
+        else if (r == -EBADMSG)
+                log_warning("%s/%s is not a whole sample history (damaged, cut short, or larger than [History] "
+                            "allows); ignored, the history starts afresh", dir, HISTORY_FILE_NAME);
+        else if (r < 0)
+                log_warning_errno(r, "Cannot read %s/%s: %m; the history starts afresh", dir, HISTORY_FILE_NAME);
+        else if (m->history->host.n > 0)
+                log_info("Sample history read from %s/%s: %zu samples of the host, %zu cgroups", dir,
+                         HISTORY_FILE_NAME, m->history->host.n, m->history->n_tracks);
+}
+
+static void manager_save_history(Manager *m) {
+        int r;
+
+        if (!m->history)
+                return;
+        r = history_write_file(m->history, manager_state_dir(m));
+        if (r < 0)
+                log_warning_errno(r, "Cannot write the sample history to %s/%s: %m", manager_state_dir(m),
+                                  HISTORY_FILE_NAME);
+}
+
 int manager_tick(Manager *m) {
         uint64_t now = manager_now_usec(m);
         PointContext ctx = manager_context(m);
@@ -246,6 +310,7 @@ int manager_tick(Manager *m) {
         actuator_verify(m->actuator);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);
+        manager_record_history(m);
         return 0;
 }
 
@@ -289,6 +354,9 @@ static void log_refused(const ConfDiag *diag, int r) {
 static void swap_config(Manager *m, Config *c) {
         if (!streq_ptr(c->daemon.cgroup_root, m->config->daemon.cgroup_root))
                 log_warning("CgroupRoot= changed; it takes effect at the next restart");
+        if (c->daemon.history_samples != m->config->daemon.history_samples ||
+            c->daemon.history_cgroups != m->config->daemon.history_cgroups)
+                log_warning("[History] Samples= or Cgroups= changed; it takes effect at the next restart");
         /* Policies point into the old configuration: detach before freeing it. */
         for (size_t i = 0; i < m->observer->cgroups.n; i++)
                 m->observer->cgroups.entries[i].policy = NULL;
@@ -386,8 +454,8 @@ static void load_capacities(Manager *m) {
 static int add_actuator(Manager *m) {
         _cleanup_free_ char *ledger_file = NULL;
 
-        if (asprintf(&ledger_file, "%s/throttles", m->args.state_dir ?: "/run/mdreclaim") < 0 ||
-            asprintf(&m->capacities_file, "%s/devices", m->args.state_dir ?: "/run/mdreclaim") < 0)
+        if (asprintf(&ledger_file, "%s/throttles", manager_state_dir(m)) < 0 ||
+            asprintf(&m->capacities_file, "%s/devices", manager_state_dir(m)) < 0)
                 return -ENOMEM;
         load_capacities(m);
         return actuator_new(&(ActuatorArgs) { .event = m->event, .ledger_file = ledger_file,
@@ -421,6 +489,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         r = add_actuator(m);
         if (r < 0)
                 return r;
+        manager_load_history(m);
         r = add_sources(m);
         if (r < 0)
                 return r;
@@ -447,6 +516,7 @@ int manager_run(Manager *m) {
         actuator_restore_all(m->actuator);
         if (m->observer->devices.known_changed)
                 (void) devstat_save(&m->observer->devices, m->capacities_file);
+        manager_save_history(m);
         return r;
 }
 
@@ -461,6 +531,7 @@ Manager *manager_free(Manager *m) {
                 sd_event_source_disable_unref(m->signal_sources[i]);
         sd_event_unref(m->event);
         observer_free(m->observer);
+        history_free(m->history);
         alloc_runner_done(&m->alloc_runner);
         config_free(m->config);
         free(m->events);

@@ -15,6 +15,7 @@
 #include "actuator.h"
 #include "conf.h"
 #include "event-log.h"
+#include "history.h"
 #include "observer.h"
 #include "runner.h"
 #include "triggers.h"
@@ -42,6 +43,7 @@ typedef struct Manager {
         WriteRunner write_runner;
         AllocRunner alloc_runner;
         EventLog *events;
+        History *history;               /* NULL: [History] Samples=0 */
         /* Told whenever the throttles or the releases change (the control API's ThrottlesChanged); may be NULL. */
         void (*throttles_hook)(void *userdata);
         void *throttles_hook_userdata;
@@ -49,6 +51,7 @@ typedef struct Manager {
         uint64_t ticks;
         uint64_t trigger_wakeups;
         size_t n_with_policy;
+        size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
         size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
         char *status;                   /* last STATUS= sent */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */
@@ -81,6 +84,9 @@ int manager_tick(Manager *m);
 
 /* What the runners and the actuator get from the manager. */
 PointContext manager_context(Manager *m);
+
+/* Where the ledger and the history are kept. */
+const char *manager_state_dir(const Manager *m);
 
 /* The loop's CLOCK_MONOTONIC now, in µs. */
 uint64_t manager_now_usec(Manager *m);

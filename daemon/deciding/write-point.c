@@ -260,26 +260,29 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
         return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
 }
 
-/* What lifts a cap: nothing protected stalling on its device for the hold time (relax_caps). */
-static void cap_lifts_when(WpAction *a, const WpCgroup *victim) {
+/* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
+ * (relax_caps). */
+static void cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
+        const char *what = guarding ? "stalled or done io there" : "stalled";
+
         if (victim)
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
                          "when %s and any other protected cgroup on %" PRIu32 ":%" PRIu32
-                         " have not stalled for CapHoldTime", victim->path, a->major, a->minor);
+                         " have not %s for CapHoldTime", victim->path, a->major, a->minor, what);
         else
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
-                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has stalled for CapHoldTime",
-                         a->major, a->minor);
+                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has %s for CapHoldTime",
+                         a->major, a->minor, guarding ? "stalled or done io there" : "stalled");
 }
 
 /*
- * GuardRate= of the device's capacity; before the capacity is known, of what
- * the device completes now. 0: nothing to size a cap from yet.
+ * GuardRate= of the device's capacity. 0 before the capacity is known: what
+ * an unsaturated device completes says nothing of what it could (a guard
+ * sized from a victim's trickle would starve the writer), and a writer that
+ * floods it makes it known within a tick or two.
  */
 static uint64_t guard_level(const WpDevice *dev, const WpSettings *st) {
-        if (!dev)
-                return 0;
-        return ppm_of(dev->capacity ?: dev->write_rate, st->guard_rate_ppm);
+        return dev ? ppm_of(dev->capacity, st->guard_rate_ppm) : 0;
 }
 
 /*
@@ -293,6 +296,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
         uint32_t smooth = smoothed_stall(state, s->victim);
+        bool guarded = false;
         WpAction *a;
 
         if (cap && guard)
@@ -312,10 +316,18 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         cap->no_gain++;
                 }
                 want = cap->wbps / 4 * 3;
-        } else if (guard) {
-                want = guard_level(dev, st);
-                if (want == 0)
+                /* Under a guard, one step below it at most: the guard is what the operator
+                 * gives writers beside an active protected cgroup, and every step further
+                 * was measured to cost the writer more than it gave the victim. */
+                if (cap->guard_wbps)
+                        want = MAX(want, cap->guard_wbps / 4 * 3);
+                if (want >= cap->wbps)
                         return;
+        } else if (guard && guard_level(dev, st) > 0) {
+                want = guard_level(dev, st);
+                guarded = true;
+        } else if (guard && stall <= s->limit_ppm) {
+                return; /* nothing to size a guard from yet, and nobody stalls */
         } else {
                 /* Start from what the writer gets now, bounded by what the device
                  * completes and by what it sustains (a tick's completions can be a
@@ -325,6 +337,8 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         b = MIN(b, dev->write_rate);
                 if (dev && dev->capacity)
                         b = MIN(b, dev->capacity);
+                if (b == 0)
+                        return; /* only dirty data so far: nothing to size a cap from */
                 want = b / 4 * 3;
         }
         want = MAX(want, floor);
@@ -345,7 +359,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->value = want;
         a->protected_id = s->victim->id;
         a->stall_ppm = stall;
-        if (guard)
+        if (guarded && stall <= s->limit_ppm)
                 snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
                          "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
                          stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
@@ -353,10 +367,11 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 snprintf(a->reason, sizeof(a->reason),
                          "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
                          stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
-                         base / 10000, base / 100 % 100, want == floor ? "; at WriteRateMin" : "");
-        cap_lifts_when(a, s->victim);
+                         base / 10000, base / 100 % 100,
+                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
+        cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
-        if (guard)
+        if (guarded)
                 cap->guard_wbps = want;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
@@ -386,7 +401,8 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
 
         for (size_t i = 0; i < n; i++) {
-                uint64_t r = guard ? guard_weight(&cg[i], s, dev) : device_rate_of(&cg[i], s->major, s->minor);
+                uint64_t r = st->guard_rate_ppm ? guard_weight(&cg[i], s, dev) :
+                             device_rate_of(&cg[i], s->major, s->minor);
                 if (r == 0 || !may_cap(&cg[i], s->victim))
                         continue;
                 for (size_t k = 0; k < WP_CAPPED_PER_DEVICE; k++)
@@ -399,9 +415,12 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                         }
         }
         /* Writers at a tenth or less of the heaviest one are not what hurts. */
+        /* Guarding, a writer's first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, top_rate[k], guard, st, now, state, plan);
+                        cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
+                                   guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
+                                   st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
@@ -456,7 +475,7 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
                          lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
                 if (!lift)
-                        cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id));
+                        cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
                 if (lift)
                         remove_cap(state, cap);
                 else

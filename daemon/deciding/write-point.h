@@ -21,10 +21,10 @@
  *   With GuardRate=, the writers beside a protected cgroup are capped from
  *   the first tick it does io on their device, at that share of the
  *   device's capacity, before any stall (a cgroup with 16 MiB dirty counts
- *   as a writer on every guarded device before it has written to one): the stall steps them down from
- *   there, they creep back up to it (never past it) while the protected
- *   cgroup does not stall, and the cap goes once it has done no io there
- *   for the hold time.
+ *   as a writer on every guarded device before it has written to one): a
+ *   stall steps them down, one step at most, from there, they creep back up
+ *   to it (never past it) while the protected cgroup does not stall, and the
+ *   cap goes once it has done no io there for the hold time.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.

@@ -6,7 +6,7 @@
  * a refused caller changes nothing. Split by what it does: api.c (the
  * vtable, the Event and ThrottlesChanged signals and their fan-out),
  * api-access.c (the caller's rights, error names, naming a cgroup),
- * api-read.c (read methods), api-change.c (methods that change something).
+ * api-read.c (read methods), api-history.c (the sample history), api-change.c (methods that change something).
  */
 #pragma once
 
@@ -106,6 +106,9 @@ int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_events(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_throttles(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
+/* api-history.c */
+int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
 /* api-metrics.c */
 int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error);

@@ -226,6 +226,27 @@ static void test_metrics_section(void **state) {
         conf_diag_clear(&d);
 }
 
+static void test_history_section(void **state) {
+        ConfDiag d = {};
+        Config *c = load_ok();
+
+        assert_int_equal(c->daemon.history_samples, HISTORY_SAMPLES_DEFAULT);
+        assert_int_equal(c->daemon.history_cgroups, HISTORY_CGROUPS_DEFAULT);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf", "[History]\nSamples=0\nCgroups=256\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.history_samples, 0);
+        assert_int_equal(c->daemon.history_cgroups, 256);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf", "[History]\nSamples=86401\nCgroups=257\n");
+        load_fail(&d);
+        ASSERT_DIAG(&d, "mdreclaimd.conf:2:", "Samples=: expected a number of samples from 0 (no history) to 86400");
+        ASSERT_DIAG(&d, "mdreclaimd.conf:3:", "Cgroups=: expected a number of cgroups from 0 to 256");
+        conf_diag_clear(&d);
+}
+
 static void test_errors_name_file_and_line(void **state) {
         ConfDiag d = {};
         char lng[400], content[600];
@@ -429,6 +450,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_good_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_precedence_and_dropins, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_history_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_size_minimums, setup, teardown),

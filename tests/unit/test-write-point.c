@@ -460,6 +460,21 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
         assert_int_equal(state.n_caps, 1);
 }
 
+/* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
+static void test_guard_steps_down_once_at_most(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_stall_ppm = 900000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        for (uint64_t t = 2; t < 10; t++) {
+                cg[0].io_stall_ppm = (uint32_t) (900000 - t * 1000);
+                decide(t * SEC);
+        }
+        assert_int_equal(state.caps[0].wbps, level / 4 * 3);
+}
+
 static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
@@ -487,19 +502,27 @@ static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->major, 8);
 }
 
-/* A fresh daemon knows no capacity yet: the device's completed rate sizes the guard; nothing, no guard. */
+/* A fresh daemon that has never seen the device saturated has nothing to size a guard from. */
 static void test_guard_without_capacity(void **s) {
         st.guard_rate_ppm = 700000;
         dev[0].capacity = 0;
-        dev[0].write_rate = 10 * MIB;
+        dev[0].write_rate = 2 * MIB;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 7 * MIB);
+        assert_int_equal(plan.n, 0);
+        /* A stall still caps, as without a guard: 3/4 of what the device completes, here under the
+         * floor (a tenth of the writer's 20 MiB/s while the capacity is not known). */
+        cg[0].io_stall_ppm = 500000;
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 2 * MIB);
+        assert_null(strstr(must(WP_SET_CAP, 2)->reason, "GuardRate"));
         setup(s);
         st.guard_rate_ppm = 700000;
         dev[0].capacity = 0;
-        dev[0].write_rate = 0;
         decide(1 * SEC);
-        assert_int_equal(plan.n, 0);
+        /* Once the writer has saturated it, the guard begins. */
+        dev[0].capacity = 16 * MIB;
+        decide(3 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
 }
 
 static void test_guard_leaves_a_trickle_alone(void **s) {
@@ -540,6 +563,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
                 cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
+                cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),

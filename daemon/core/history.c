@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "history.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "new-file.h"
+#include "util.h"
+
+/*
+ * The file, in the host's byte order (it lives in /run and is read by the
+ * same machine):
+ *
+ *   header   "MDRHIST" NUL, u32 version, u32 sizeof(HistorySample), u32 tracks, u32 0
+ *   track    u32 path length (0: the host), u32 samples, the path (no NUL), the samples oldest first
+ *   trailer  u64 FNV-1a of every byte before it
+ */
+static const char history_magic[8] = "MDRHIST";
+#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+/* The largest file a history of these bounds writes: a longer one is not ours. */
+static uint64_t history_file_max(const History *h) {
+        uint64_t per_track = 8 + PATH_MAX + (uint64_t) h->capacity * sizeof(HistorySample);
+
+        return 24 + (h->max_cgroups + 1) * per_track + 8;
+}
+
+int history_new(size_t capacity, size_t max_cgroups, History **ret) {
+        History *h;
+
+        if (capacity == 0 || capacity > HISTORY_SAMPLES_MAX || max_cgroups > HISTORY_CGROUPS_MAX)
+                return -EINVAL;
+        h = calloc(1, sizeof(History));
+        if (!h)
+                return -ENOMEM;
+        *h = (History) { .capacity = capacity, .max_cgroups = max_cgroups };
+        h->host.ring = calloc(capacity, sizeof(HistorySample));
+        h->tracks = calloc(MAX(max_cgroups, (size_t) 1), sizeof(HistoryTrack));
+        if (!h->host.ring || !h->tracks) {
+                history_free(h);
+                return -ENOMEM;
+        }
+        *ret = h;
+        return 0;
+}
+
+static void track_clear(HistoryTrack *t) {
+        free(t->path);
+        free(t->ring);
+        *t = (HistoryTrack) {};
+}
+
+/* Drops every sample and every cgroup's track; the host's ring stays allocated. */
+static void history_empty(History *h) {
+        for (size_t i = 0; i < h->n_tracks; i++)
+                track_clear(&h->tracks[i]);
+        h->n_tracks = 0;
+        h->host.oldest = h->host.n = 0;
+        h->host.cursor.valid = false;
+}
+
+History *history_free(History *h) {
+        if (!h)
+                return NULL;
+        history_empty(h);
+        free(h->host.ring);
+        free(h->tracks);
+        free(h);
+        return NULL;
+}
+
+static HistoryTrack *find_track(History *h, const char *path) {
+        if (!path)
+                return &h->host;
+        for (size_t i = 0; i < h->n_tracks; i++)
+                if (streq(h->tracks[i].path, path))
+                        return &h->tracks[i];
+        return NULL;
+}
+
+const HistoryTrack *history_find(const History *h, const char *path) {
+        return find_track((History *) h, path);
+}
+
+HistoryCursor *history_cursor(History *h, const char *path) {
+        HistoryTrack *t = find_track(h, path);
+
+        return t ? &t->cursor : NULL;
+}
+
+const HistorySample *history_track_get(const History *h, const HistoryTrack *t, size_t i) {
+        return &t->ring[(t->oldest + i) % h->capacity];
+}
+
+static const HistorySample *track_newest(const History *h, const HistoryTrack *t) {
+        return t->n > 0 ? history_track_get(h, t, t->n - 1) : NULL;
+}
+
+static void track_push(History *h, HistoryTrack *t, const HistorySample *s) {
+        if (t->n < h->capacity) {
+                t->ring[(t->oldest + t->n) % h->capacity] = *s;
+                t->n++;
+                return;
+        }
+        t->ring[t->oldest] = *s;
+        t->oldest = (t->oldest + 1) % h->capacity;
+}
+
+/* The track to give up for a new cgroup: the one whose newest sample is the oldest, if older than `now`. */
+static HistoryTrack *track_to_reuse(History *h, uint64_t now_usec) {
+        HistoryTrack *best = NULL;
+        uint64_t best_usec = UINT64_MAX;
+
+        for (size_t i = 0; i < h->n_tracks; i++) {
+                const HistorySample *s = track_newest(h, &h->tracks[i]);
+                uint64_t usec = s ? s->realtime_usec : 0;
+
+                if (usec < best_usec) {
+                        best = &h->tracks[i];
+                        best_usec = usec;
+                }
+        }
+        return best && best_usec < now_usec ? best : NULL;
+}
+
+/* A track for `path`: a new one while there is room, else one given up. */
+static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTrack **ret) {
+        _cleanup_free_ char *copy = strdup(path);
+        HistoryTrack *t;
+
+        if (!copy)
+                return -ENOMEM;
+        if (h->n_tracks < h->max_cgroups) {
+                t = &h->tracks[h->n_tracks];
+                t->ring = calloc(h->capacity, sizeof(HistorySample));
+                if (!t->ring)
+                        return -ENOMEM;
+                h->n_tracks++;
+        } else {
+                t = track_to_reuse(h, now_usec);
+                if (!t)
+                        return -ENOSPC;
+                free(t->path);
+        }
+        t->path = TAKE_PTR(copy);
+        t->oldest = t->n = 0;
+        t->cursor.valid = false;
+        *ret = t;
+        return 0;
+}
+
+int history_append(History *h, const char *path, const HistorySample *s) {
+        HistoryTrack *t = find_track(h, path);
+        int r;
+
+        if (!t) {
+                r = track_new(h, path, s->realtime_usec, &t);
+                if (r < 0)
+                        return r;
+        }
+        track_push(h, t, s);
+        return 0;
+}
+
+/* ---- the file ---- */
+
+/* A stream that sums what passes through it and never reads past `left` bytes. */
+typedef struct Stream {
+        FILE *f;
+        uint64_t sum;
+        uint64_t left;
+        bool failed;
+} Stream;
+
+static void sum_bytes(Stream *st, const void *p, size_t size) {
+        const uint8_t *b = p;
+
+        for (size_t i = 0; i < size; i++)
+                st->sum = (st->sum ^ b[i]) * FNV_PRIME;
+}
+
+static void put(Stream *st, const void *p, size_t size) {
+        sum_bytes(st, p, size);
+        if (!st->failed && fwrite(p, 1, size, st->f) != size)
+                st->failed = true;
+}
+
+static void put_u32(Stream *st, uint32_t v) {
+        put(st, &v, sizeof(v));
+}
+
+static void put_track(Stream *st, const History *h, const HistoryTrack *t) {
+        size_t len = t->path ? strlen(t->path) : 0;
+
+        put_u32(st, (uint32_t) len);
+        put_u32(st, (uint32_t) t->n);
+        put(st, t->path ?: "", len);
+        for (size_t i = 0; i < t->n; i++)
+                put(st, history_track_get(h, t, i), sizeof(HistorySample));
+}
+
+int history_save(const History *h, FILE *f) {
+        Stream st = { .f = f, .sum = FNV_OFFSET };
+        uint64_t sum;
+
+        put(&st, history_magic, sizeof(history_magic));
+        put_u32(&st, HISTORY_FILE_VERSION);
+        put_u32(&st, sizeof(HistorySample));
+        put_u32(&st, (uint32_t) (h->n_tracks + 1));
+        put_u32(&st, 0);
+        put_track(&st, h, &h->host);
+        for (size_t i = 0; i < h->n_tracks; i++)
+                put_track(&st, h, &h->tracks[i]);
+        sum = st.sum;
+        put(&st, &sum, sizeof(sum));
+        return st.failed || fflush(f) != 0 ? negative_errno() : 0;
+}
+
+static int get(Stream *st, void *p, size_t size) {
+        if (size > st->left || fread(p, 1, size, st->f) != size)
+                return -EBADMSG;
+        st->left -= size;
+        sum_bytes(st, p, size);
+        return 0;
+}
+
+static int get_u32(Stream *st, uint32_t *ret) {
+        return get(st, ret, sizeof(*ret));
+}
+
+static int get_header(Stream *st, uint32_t *ret_tracks) {
+        char magic[sizeof(history_magic)];
+        uint32_t version, sample_size, reserved;
+
+        if (get(st, magic, sizeof(magic)) < 0 || memcmp(magic, history_magic, sizeof(magic)) != 0)
+                return -EBADMSG;
+        if (get_u32(st, &version) < 0 || get_u32(st, &sample_size) < 0 || get_u32(st, ret_tracks) < 0 ||
+            get_u32(st, &reserved) < 0)
+                return -EBADMSG;
+        if (version != HISTORY_FILE_VERSION || sample_size != sizeof(HistorySample))
+                return -EPROTONOSUPPORT;
+        return *ret_tracks >= 1 && *ret_tracks <= HISTORY_CGROUPS_MAX + 1 ? 0 : -EBADMSG;
+}
+
+/* A cgroup path as history_save() writes it: starting with '/', no NUL, not yet seen. */
+static int get_path(Stream *st, const History *h, uint32_t len, char **ret) {
+        _cleanup_free_ char *p = NULL;
+
+        if (len > PATH_MAX || !(p = malloc(len + 1)))
+                return len > PATH_MAX ? -EBADMSG : -ENOMEM;
+        if (get(st, p, len) < 0)
+                return -EBADMSG;
+        p[len] = 0;
+        if (p[0] != '/' || strlen(p) != len || history_find(h, p))
+                return -EBADMSG;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* n samples into t, the oldest dropped past the capacity; t NULL: read and dropped. */
+static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n) {
+        HistorySample s;
+
+        for (uint32_t i = 0; i < n; i++) {
+                if (get(st, &s, sizeof(s)) < 0)
+                        return -EBADMSG;
+                if (t)
+                        track_push(h, t, &s);
+        }
+        return 0;
+}
+
+static int get_track(Stream *st, History *h, bool *have_host) {
+        _cleanup_free_ char *path = NULL;
+        HistoryTrack *t = NULL;
+        uint32_t len, n;
+        int r;
+
+        if (get_u32(st, &len) < 0 || get_u32(st, &n) < 0 || n > HISTORY_SAMPLES_MAX)
+                return -EBADMSG;
+        if (len == 0) {
+                if (*have_host)
+                        return -EBADMSG;
+                *have_host = true;
+                t = &h->host;
+        } else {
+                r = get_path(st, h, len, &path);
+                if (r < 0)
+                        return r;
+                /* A track past this configuration's bound is read (the sum covers it) and dropped. */
+                if (h->n_tracks < h->max_cgroups && (r = track_new(h, path, UINT64_MAX, &t)) < 0)
+                        return r;
+        }
+        return get_samples(st, h, t, n);
+}
+
+static int history_load_stream(History *h, Stream *st) {
+        bool have_host = false;
+        uint32_t n_tracks;
+        uint64_t sum, found;
+        int r;
+
+        r = get_header(st, &n_tracks);
+        if (r < 0)
+                return r;
+        for (uint32_t i = 0; i < n_tracks; i++) {
+                r = get_track(st, h, &have_host);
+                if (r < 0)
+                        return r;
+        }
+        sum = st->sum;
+        if (!have_host || get(st, &found, sizeof(found)) < 0 || found != sum || fgetc(st->f) != EOF)
+                return -EBADMSG;
+        return 0;
+}
+
+int history_load(History *h, FILE *f) {
+        Stream st = { .f = f, .sum = FNV_OFFSET, .left = history_file_max(h) };
+        int r = history_load_stream(h, &st);
+
+        if (r < 0)
+                history_empty(h);
+        return r;
+}
+
+static int put_history(FILE *f, void *userdata) {
+        return history_save(userdata, f);
+}
+
+int history_write_file(const History *h, const char *dir) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%s", dir, HISTORY_FILE_NAME) < 0)
+                return -ENOMEM;
+        return file_replace(path, 0600, put_history, (void *) h);
+}
+
+int history_remove_file(const char *dir) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (unlinkat(dfd, HISTORY_FILE_NAME, 0) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        return 1;
+}
+
+int history_read_file(History *h, const char *dir) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int fd = -1;
+        _cleanup_fclose_ FILE *f = NULL;
+        struct stat st;
+
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        fd = openat(dfd, HISTORY_FILE_NAME, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > history_file_max(h))
+                return -EBADMSG;
+        f = fdopen(fd, "r");
+        if (!f)
+                return negative_errno();
+        TAKE_FD(fd);
+        return history_load(h, f);
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests of the sample history: the ring, the bound on cgroups, and the file (round trip, refusals). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "history.h"
+#include "util.h"
+
+/* A sample whose every figure says which it is. */
+static HistorySample sample(uint64_t t) {
+        return (HistorySample) { .realtime_usec = t, .interval_usec = 1000, .memory_bytes = t * 10,
+                                 .file_bytes = t * 11, .dirty_bytes = t * 12, .slab_reclaimable_bytes = t * 13,
+                                 .memory_stall_usec = t + 1, .io_stall_usec = t + 2, .write_rate = t * 14,
+                                 .memory_high = HISTORY_NONE, .wbps_cap = t * 15 };
+}
+
+static void append(History *h, const char *path, uint64_t t) {
+        HistorySample s = sample(t);
+
+        assert_int_equal(history_append(h, path, &s), 0);
+}
+
+/* The times a track holds, oldest first, as "1,2,3". */
+static const char *times(const History *h, const char *path, char buf[static 256]) {
+        const HistoryTrack *t = history_find(h, path);
+        size_t off = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; t && i < t->n && off < 200; i++)
+                off += (size_t) snprintf(buf + off, 256 - off, "%s%llu", i ? "," : "",
+                                         (unsigned long long) history_track_get(h, t, i)->realtime_usec);
+        return buf;
+}
+
+static void test_ring_wraps(void **state) {
+        History *h;
+        char buf[256];
+
+        assert_int_equal(history_new(4, 2, &h), 0);
+        assert_string_equal(times(h, NULL, buf), "");
+        for (uint64_t t = 1; t <= 3; t++)
+                append(h, NULL, t);
+        assert_string_equal(times(h, NULL, buf), "1,2,3");
+        for (uint64_t t = 4; t <= 9; t++)
+                append(h, NULL, t);
+        assert_string_equal(times(h, NULL, buf), "6,7,8,9");
+        assert_int_equal(history_track_get(h, &h->host, 3)->wbps_cap, 9 * 15);
+        append(h, "/a.service", 9);
+        assert_string_equal(times(h, "/a.service", buf), "9");
+        assert_null(history_find(h, "/b.service"));
+        history_free(h);
+}
+
+static void test_bounds(void **state) {
+        History *h;
+        HistorySample s = sample(5);
+        char buf[256];
+
+        assert_int_equal(history_new(3, 2, &h), 0);
+        append(h, "/a", 5);
+        append(h, "/b", 5);
+        /* Every track has a sample of this round: no room. */
+        assert_int_equal(history_append(h, "/c", &s), -ENOSPC);
+        assert_int_equal(h->n_tracks, 2);
+        /* A later round: the track whose newest sample is the oldest (/b, not recorded in it) is given up. */
+        append(h, "/a", 6);
+        append(h, "/c", 6);
+        assert_null(history_find(h, "/b"));
+        assert_string_equal(times(h, "/c", buf), "6");
+        assert_string_equal(times(h, "/a", buf), "5,6");
+        history_free(h);
+
+        assert_int_equal(history_new(0, 2, &h), -EINVAL);
+        assert_int_equal(history_new(HISTORY_SAMPLES_MAX + 1, 2, &h), -EINVAL);
+        assert_int_equal(history_new(2, HISTORY_CGROUPS_MAX + 1, &h), -EINVAL);
+        /* No cgroups at all: the host alone. */
+        assert_int_equal(history_new(2, 0, &h), 0);
+        assert_int_equal(history_append(h, "/a", &s), -ENOSPC);
+        append(h, NULL, 1);
+        history_free(h);
+}
+
+/* The history `h` written to a memory file, rewound. */
+static FILE *saved(const History *h) {
+        FILE *f = tmpfile();
+
+        assert_non_null(f);
+        assert_int_equal(history_save(h, f), 0);
+        rewind(f);
+        return f;
+}
+
+static History *filled(void) {
+        History *h;
+
+        assert_int_equal(history_new(5, 3, &h), 0);
+        for (uint64_t t = 1; t <= 7; t++) {
+                append(h, NULL, t);
+                append(h, "/system.slice/db.service", t);
+                if (t > 4)
+                        append(h, "/system.slice/writer.service", t);
+        }
+        return h;
+}
+
+static void test_round_trip(void **state) {
+        History *h = filled(), *back, *small;
+        FILE *f = saved(h);
+        char buf[256];
+
+        assert_int_equal(history_new(5, 3, &back), 0);
+        assert_int_equal(history_load(back, f), 0);
+        assert_string_equal(times(back, NULL, buf), "3,4,5,6,7");
+        assert_string_equal(times(back, "/system.slice/db.service", buf), "3,4,5,6,7");
+        assert_string_equal(times(back, "/system.slice/writer.service", buf), "5,6,7");
+        for (size_t i = 0; i < 5; i++)
+                assert_memory_equal(history_track_get(back, &back->host, i), history_track_get(h, &h->host, i),
+                                    sizeof(HistorySample));
+        /* A smaller configuration keeps the newest samples and the first cgroups. */
+        rewind(f);
+        assert_int_equal(history_new(2, 1, &small), 0);
+        assert_int_equal(history_load(small, f), 0);
+        assert_string_equal(times(small, NULL, buf), "6,7");
+        assert_string_equal(times(small, "/system.slice/db.service", buf), "6,7");
+        assert_null(history_find(small, "/system.slice/writer.service"));
+        fclose(f);
+        history_free(small);
+        history_free(back);
+        history_free(h);
+}
+
+/* Loads `bytes` into a fresh history; expects `error` and nothing kept. */
+static void assert_refused(const void *bytes, size_t size, int error) {
+        History *h;
+        FILE *f = tmpfile();
+
+        assert_non_null(f);
+        assert_int_equal(fwrite(bytes, 1, size, f), size);
+        rewind(f);
+        assert_int_equal(history_new(5, 3, &h), 0);
+        assert_int_equal(history_load(h, f), error);
+        assert_int_equal(h->host.n, 0);
+        assert_int_equal(h->n_tracks, 0);
+        fclose(f);
+        history_free(h);
+}
+
+static void test_garbage_refused(void **state) {
+        History *h = filled();
+        FILE *f = saved(h);
+        char *file = malloc(1 << 16);
+        size_t size;
+
+        assert_non_null(file);
+        size = fread(file, 1, 1 << 16, f);
+        fclose(f);
+        assert_true(size > 64 && size < (1 << 16));
+        assert_refused(file, 0, -EBADMSG);
+        /* Whole, it loads (the checks below do not fail for another reason). */
+        {
+                History *ok;
+                FILE *g = tmpfile();
+                assert_int_equal(fwrite(file, 1, size, g), size);
+                rewind(g);
+                assert_int_equal(history_new(5, 3, &ok), 0);
+                assert_int_equal(history_load(ok, g), 0);
+                fclose(g);
+                history_free(ok);
+        }
+        /* Cut short, one byte too many, one byte changed deep inside: refused whole. */
+        assert_refused(file, size - 1, -EBADMSG);
+        file[size] = 0;
+        assert_refused(file, size + 1, -EBADMSG);
+        file[size / 2] ^= 0x40;
+        assert_refused(file, size, -EBADMSG);
+        file[size / 2] ^= 0x40;
+        /* Another version, or samples of another size: not read. */
+        file[8] = HISTORY_FILE_VERSION + 1;
+        assert_refused(file, size, -EPROTONOSUPPORT);
+        file[8] = HISTORY_FILE_VERSION;
+        file[12] ^= 8;
+        assert_refused(file, size, -EPROTONOSUPPORT);
+        file[12] ^= 8;
+        /* Not ours at all. */
+        assert_refused("throttles v2\n", 13, -EBADMSG);
+        for (size_t i = 0; i < size; i++)
+                file[i] = (char) (i * 7919 % 251);
+        assert_refused(file, size, -EBADMSG);
+        free(file);
+        history_free(h);
+}
+
+static void test_files(void **state) {
+        char dir[] = "/tmp/test-history-XXXXXX", path[64];
+        History *h = filled(), *back;
+        char buf[256];
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(history_new(5, 3, &back), 0);
+        /* No file yet: an empty history, no error. */
+        assert_int_equal(history_read_file(back, dir), 0);
+        assert_int_equal(back->host.n, 0);
+        assert_int_equal(history_write_file(h, dir), 0);
+        snprintf(path, sizeof(path), "%s/" HISTORY_FILE_NAME, dir);
+        assert_int_equal(history_read_file(back, dir), 0);
+        assert_string_equal(times(back, "/system.slice/writer.service", buf), "5,6,7");
+        history_free(back);
+        /* Larger than this configuration could write: not read at all. */
+        fd = open(path, O_WRONLY | O_APPEND);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, 64 << 20), 0);
+        close(fd);
+        assert_int_equal(history_new(5, 3, &back), 0);
+        assert_int_equal(history_read_file(back, dir), -EBADMSG);
+        assert_int_equal(back->host.n, 0);
+        /* Written again over it, atomically: no temporary file is left. */
+        assert_int_equal(history_write_file(h, dir), 0);
+        assert_int_equal(history_read_file(back, dir), 0);
+        assert_int_equal(back->host.n, 5);
+        history_free(back);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
+        history_free(h);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ring_wraps),
+                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_round_trip),
+                cmocka_unit_test(test_garbage_refused),
+                cmocka_unit_test(test_files),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
