@@ -127,18 +127,59 @@ const char *cell_throttled(char buf[static 64], const Value *throttles, const ch
         return buf[0] ? buf : NULL;
 }
 
-int cgroups_table(const Value *list, const Value *throttles, Table *ret) {
-        static const char *const headers[] = { "CGROUP", "POLICY", "THROTTLED", ">MEMORY", ">FILE", ">DIRTY", ">SLAB",
-                                               ">RECLAIM~", ">WRITE", ">MEM_STALL", ">IO_STALL", NULL };
+const char *const cgroup_columns[] = { "/CGROUP", "2POLICY", "THROTTLED", ">1MEMORY", ">3FILE", ">DIRTY", ">5SLAB",
+                                       ">4RECLAIM~", ">WRITE", ">MEM_STALL", ">IO_STALL", NULL };
+
+/* The row of the nearest ancestor of `path` in the table's rows (paths in `list`' order). */
+static bool find_ancestor(const Value *list, const char *path, size_t *ret) {
+        size_t n = strlen(path);
+
+        while (n > 1) {
+                while (n > 1 && path[n - 1] != '/')
+                        n--;
+                n = n > 1 ? n - 1 : 1;          /* "/a/b" -> "/a" -> "/" */
+                for (size_t i = 0; i < list->n; i++) {
+                        const char *p = value_get_str(&list->items[i], "path");
+                        if (p && strlen(p) == n && strncmp(p, path, n) == 0) {
+                                *ret = i;
+                                return true;
+                        }
+                }
+        }
+        return false;
+}
+
+/* The tree's name of a cgroup: its last component, the root whole. */
+static const char *tree_name(const char *path) {
+        const char *slash = path ? strrchr(path, '/') : NULL;
+
+        return slash && slash[1] ? slash + 1 : path;
+}
+
+static int link_tree(const Value *list, Table *t) {
         int r = 0;
 
-        table_init(ret, headers);
+        for (size_t i = 0; r >= 0 && i < list->n; i++) {
+                const char *path = value_get_str(&list->items[i], "path");
+                size_t parent;
+
+                if (path && find_ancestor(list, path, &parent) && parent != i)
+                        r = table_set_parent(t, i, parent);
+        }
+        return r;
+}
+
+int cgroups_table(const Value *list, const Value *throttles, bool tree, Table *ret) {
+        int r = 0;
+
+        table_init(ret, cgroup_columns);
         for (size_t i = 0; r >= 0 && i < list->n; i++) {
                 const Value *c = &list->items[i];
+                const char *path = value_get_str(c, "path");
                 char thr[64], mem[32], file[32], dirty[32], slab[32], recl[32], wr[32], ms[32], is[32];
                 const char *cells[] = {
-                        value_get_str(c, "path"), value_get_str(c, "policy"),
-                        cell_throttled(thr, throttles, value_get_str(c, "path")),
+                        tree ? tree_name(path) : path, value_get_str(c, "policy"),
+                        cell_throttled(thr, throttles, path),
                         cell_size(mem, c, "memory_current"), cell_size(file, c, "file"),
                         cell_size(dirty, c, "dirty"), cell_size(slab, c, "slab_reclaimable"),
                         cell_size(recl, c, "reclaimable_estimate"), cell_rate(wr, c, "signals.write_rate"),
@@ -147,5 +188,5 @@ int cgroups_table(const Value *list, const Value *throttles, Table *ret) {
                 };
                 r = table_add_row(ret, cells);
         }
-        return r;
+        return r >= 0 && tree ? link_tree(list, ret) : r;
 }

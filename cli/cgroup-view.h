@@ -23,8 +23,15 @@ const char *sort_key_to_string(SortKey k);
 /* Sorts an array of cgroup objects in place: sizes and stalls largest first, names A to Z. */
 void cgroups_sort(Value *list, SortKey k);
 
-/* One row per cgroup of `list`; THROTTLED from `throttles` (ListThrottles' array; NULL: none known). */
-int cgroups_table(const Value *list, const Value *throttles, Table *ret);
+/* The columns of the cgroup table, in table_init()'s form (for -o). */
+extern const char *const cgroup_columns[];
+
+/*
+ * One row per cgroup of `list`; THROTTLED from `throttles` (ListThrottles'
+ * array; NULL: none known). `tree`: each row under its nearest ancestor, named
+ * by its last component.
+ */
+int cgroups_table(const Value *list, const Value *throttles, bool tree, Table *ret);
 
 /* One throttle of ListThrottles: "io 6.0M/s" ("io 8:0 6.0M/s" with the device), "high 88.0M"; NULL for a release. */
 const char *cell_throttle(char buf[static 48], const Value *t, bool device);

@@ -98,15 +98,14 @@ static int list_table(sd_bus *bus, const Value *list, const Args *a) {
 
         if (r < 0)
                 return r;
-        r = cgroups_table(list, &throttles, &t);
-        if (r >= 0) {
-                table_print(&t, stdout, a->legend, 0, 0);
-                if (a->legend)
-                        printf("\n%zu cgroup%s.\n", list->n, list->n == 1 ? "" : "s");
-        }
+        r = cgroups_table(list, &throttles, a->tree, &t);
+        if (r < 0)
+                r = client_fail("cannot build the table", r);
+        else if ((r = print_table(&t, a)) >= 0 && a->legend)
+                printf("\n%zu cgroup%s.\n", list->n, list->n == 1 ? "" : "s");
         table_clear(&t);
         value_clear(&throttles);
-        return r < 0 ? client_fail("cannot build the table", r) : 0;
+        return r;
 }
 
 int verb_list(sd_bus *bus, const Args *a) {
@@ -214,6 +213,7 @@ int verb_top(sd_bus *bus, const Args *a) {
                 .iterations = a->iterations,
                 .sort = a->have_sort ? a->sort : SORT_DIRTY,
                 .legend = a->legend,
+                .output = a->output,
         };
 
         return top_run(bus, &o);

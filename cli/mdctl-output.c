@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "json-out.h"
+#include "table.h"
 #include "util.h"
 
 int usage_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -65,6 +66,16 @@ void field(const char *label, const char *format, ...) {
         vprintf(format, ap);
         va_end(ap);
         putchar('\n');
+}
+
+int print_table(Table *t, const Args *a) {
+        TableLayout l = { .legend = a->legend, .width = table_output_width() };
+        int r;
+
+        if (a->output && table_choose(t, a->output) < 0)
+                return -EINVAL;
+        r = table_print(t, stdout, &l);
+        return r < 0 ? client_fail("cannot print the table", r) : 0;
 }
 
 int print_result(sd_bus_message *reply, const Args *a) {

@@ -24,7 +24,7 @@ static const char *join_strings(char *buf, size_t size, const Value *v) {
 }
 
 static int policy_list(sd_bus *bus, const Args *a) {
-        static const char *const headers[] = { "NAME", "MODE", ">PRIORITY", "PROTECT", ">CGROUPS", "MATCH", "FILE", NULL };
+        static const char *const headers[] = { "NAME", "MODE", ">PRIORITY", "PROTECT", ">CGROUPS", "MATCH", "/FILE", NULL };
         Value list = {};
         Table t;
         int r = client_call(bus, "cannot list the policies", "ListPolicies", &list, "");
@@ -59,14 +59,13 @@ static int policy_list(sd_bus *bus, const Args *a) {
                 cells[6] = value_get_str(p, "file");
                 r = table_add_row(&t, cells);
         }
-        if (r >= 0) {
-                table_print(&t, stdout, a->legend, 0, 0);
-                if (a->legend)
-                        printf("\n%zu polic%s.\n", list.n, list.n == 1 ? "y" : "ies");
-        }
+        if (r < 0)
+                r = client_fail("cannot build the table", r);
+        else if ((r = print_table(&t, a)) >= 0 && a->legend)
+                printf("\n%zu polic%s.\n", list.n, list.n == 1 ? "y" : "ies");
         table_clear(&t);
         value_clear(&list);
-        return r < 0 ? client_fail("cannot build the table", r) : 0;
+        return r < 0 ? r : 0;
 }
 
 static void policy_print(const Value *p) {

@@ -14,8 +14,6 @@
 
 /* How far from now a time may be for a table to show it as a time of day. */
 #define CLOCK_SPAN_USEC (20 * 3600 * USEC_PER_SEC)
-/* The widest CGROUP cell: the table stays within 80 columns. */
-#define CGROUP_CELL_MAX 24
 
 /* ---- cells ---- */
 
@@ -34,17 +32,11 @@ static const char *clock_cell(char buf[static 32], const Value *t, const char *k
         return buf;
 }
 
-/* The unit, else the path, its start cut to fit; "(every cgroup)" for a release of all. */
-static const char *cgroup_cell(char buf[static 32], const Value *t) {
+/* The unit, else the path; "(every cgroup)" for a release of all. */
+static const char *cgroup_cell(const Value *t) {
         const char *name = value_get_str(t, "unit") ?: value_get_str(t, "path");
-        size_t n = name ? strlen(name) : 0;
 
-        if (name && streq(name, "*"))
-                return "(every cgroup)";
-        if (n <= CGROUP_CELL_MAX)
-                return name;
-        snprintf(buf, 32, "...%s", name + n - (CGROUP_CELL_MAX - 3));
-        return buf;
+        return name && streq(name, "*") ? "(every cgroup)" : name;
 }
 
 static bool is_io(const Value *t) {
@@ -91,15 +83,16 @@ static int compare(const void *x, const void *y) {
         return c ?: strcmp(value_get_str(a, "device") ?: "", value_get_str(b, "device") ?: "");
 }
 
+const char *const throttle_columns[] = { "/CGROUP", "THROTTLE", "2WAS", "1POINT", "SINCE", NULL };
+
 static int throttles_table(const Value *list, Table *ret) {
-        static const char *const headers[] = { "CGROUP", "THROTTLE", "WAS", "POINT", "SINCE", NULL };
         int r = 0;
 
-        table_init(ret, headers);
+        table_init(ret, throttle_columns);
         for (size_t i = 0; r >= 0 && i < list->n; i++) {
                 const Value *t = &list->items[i];
-                char name[32], thr[48], was[32], since[32];
-                const char *cells[] = { cgroup_cell(name, t), throttle_cell(thr, t), original_cell(was, t),
+                char thr[48], was[32], since[32];
+                const char *cells[] = { cgroup_cell(t), throttle_cell(thr, t), original_cell(was, t),
                                         points_cell(t), clock_cell(since, t, "since_realtime_usec") };
 
                 r = table_add_row(ret, cells);
@@ -131,14 +124,13 @@ int verb_throttles(sd_bus *bus, const Args *a) {
                 fputs("{\"throttles\":", stdout);
                 value_json(&list, stdout);
                 fputs("}\n", stdout);
-        } else if ((r = throttles_table(&list, &t)) >= 0) {
-                table_print(&t, stdout, a->legend, 80, 0);
-                if (a->legend)
-                        throttles_legend(&list);
-        }
+        } else if ((r = throttles_table(&list, &t)) < 0)
+                r = client_fail("cannot build the table", r);
+        else if ((r = print_table(&t, a)) >= 0 && a->legend)
+                throttles_legend(&list);
         table_clear(&t);
         value_clear(&list);
-        return r < 0 ? client_fail("cannot build the table", r) : 0;
+        return r < 0 ? r : 0;
 }
 
 /* ---- show ---- */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +27,16 @@ static void help(void) {
                "\n"
                "Commands:\n"
                "  status                        the daemon and the host at a glance\n"
-               "  list [--sort KEY]             every cgroup watched (KEY: dirty, pressure, memory, name)\n"
+               "  list [--sort KEY] [--tree] [-o COLS]\n"
+               "                                every cgroup watched (KEY: dirty, pressure, memory,\n"
+               "                                name); --tree: as the cgroup hierarchy\n"
                "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup)\n"
-               "  top [--sort KEY] [--delay T] [-n N]\n"
+               "  top [--sort KEY] [-d|--delay T] [-n|--iterations N] [-o COLS]\n"
                "                                live view; q quits, d/p/m/n sort, space refreshes\n"
                "  reclaim UNIT [--bytes SIZE] [--cache-only]\n"
                "                                reclaim memory of a cgroup now\n"
                "  writeback UNIT [--wait]       write back a cgroup's dirty data now\n"
-               "  throttles                     every throttle the daemon holds, and the releases\n"
+               "  throttles [-o COLS]           every throttle the daemon holds, and the releases\n"
                "  release UNIT [--for TIME] | --all\n"
                "                                lift a cgroup's throttles (or every cgroup's) now and\n"
                "                                set none for TIME (default 10min)\n"
@@ -44,7 +47,7 @@ static void help(void) {
                "                                says the mode in force and the cgroups it governs (none:\n"
                "                                a warning with the nearest unit names)\n"
                "  policy unset NAME [KEY...]    remove keys, or the whole policy\n"
-               "  events [--follow] [--unit UNIT] [--action ACTION[,...]] [--since TIME] [-n|--lines N]\n"
+               "  events [-f|--follow] [--unit UNIT] [--action ACTION[,...]] [--since TIME] [-n|--lines N]\n"
                "                                recent events (actions and decisions), those of UNIT (or of a\n"
                "                                cgroup path), of these actions, since TIME, the last N;\n"
                "                                TIME: '10min ago', '-2h', 'today', 'yesterday', '2026-12-04\n"
@@ -60,11 +63,15 @@ static void help(void) {
                "Options:\n"
                "  --json            machine-readable output: one JSON document (one per line with --follow)\n"
                "  --no-legend       no column headers\n"
+               "  -o, --output COLS the table's columns, a comma list (list, top, throttles);\n"
+               "                    an unknown one is refused with the valid ones (plot: its file)\n"
                "  --socket PATH     the daemon's control socket (default: $MDCTL_SOCKET or\n"
                "                    " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version         print the version\n"
                "  -h, --help        print this help\n"
                "\n"
+               "Tables fit the terminal ($COLUMNS first), the cgroup column shortened in the middle;\n"
+               "without a terminal or $COLUMNS, nothing is cut.\n"
                "Reading needs access to the socket; changing things needs root or the group named\n"
                "by the daemon's AdminGroup=.\n"
                "Exit status: 0 success, 1 failure, 2 bad usage.\n");
@@ -73,7 +80,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -152,6 +159,7 @@ static int parse_option(int c, Args *a) {
                 break;
         case ARG_ALL: a->all = true; break;
         case 'o': case ARG_OUTPUT: a->output = optarg; break;
+        case ARG_TREE: a->tree = true; break;
         default:
                 return usage_error("unknown option");
         }
@@ -177,6 +185,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
                 { "output", required_argument, NULL, ARG_OUTPUT },
+                { "tree", no_argument, NULL, ARG_TREE },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {}
@@ -226,7 +235,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
-        OPT_RELEASE = 1 << 5, OPT_EVENTS = 1 << 6, OPT_SINCE = 1 << 7, OPT_OUTPUT = 1 << 8,
+        OPT_RELEASE = 1 << 5, OPT_EVENTS = 1 << 6, OPT_SINCE = 1 << 7, OPT_OUTPUT = 1 << 8, OPT_TREE = 1 << 9,
 };
 
 typedef struct Verb {
@@ -234,20 +243,21 @@ typedef struct Verb {
         int min_args, max_args;         /* after the verb; -1: any */
         unsigned options;               /* OPT_* the verb takes */
         int (*run)(sd_bus *bus, const Args *a);
+        const char *const *columns;     /* its table's, for -o */
 } Verb;
 
 static const Verb verbs[] = {
         { "status", 0, 0, 0, verb_status },
-        { "list", 0, 0, OPT_SORT, verb_list },
+        { "list", 0, 0, OPT_SORT | OPT_OUTPUT | OPT_TREE, verb_list, cgroup_columns },
         { "show", 1, 1, 0, verb_show },
-        { "top", 0, 0, OPT_SORT | OPT_TOP, verb_top },
+        { "top", 0, 0, OPT_SORT | OPT_TOP | OPT_OUTPUT, verb_top, cgroup_columns },
         { "reclaim", 1, 1, OPT_BYTES, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "policy", 1, -1, 0, verb_policy },
         { "events", 0, 0, OPT_FOLLOW | OPT_EVENTS | OPT_SINCE, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },
         { "reload", 0, 0, 0, verb_reload },
-        { "throttles", 0, 0, 0, verb_throttles },
+        { "throttles", 0, 0, OPT_OUTPUT, verb_throttles, throttle_columns },
         { "release", 0, 1, OPT_RELEASE, verb_release },
         { "history", 1, 1, OPT_SINCE, verb_history },
         { "plot", 1, -1, OPT_SINCE | OPT_OUTPUT, verb_plot },
@@ -258,11 +268,12 @@ static int check_options(const Verb *v, const Args *a) {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
                 { OPT_EVENTS, "--unit/--action/--lines" }, { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" },
+                { OPT_TREE, "--tree" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
                         (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_events_opts ? OPT_EVENTS : 0) |
-                        (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0);
+                        (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0) | (a->tree ? OPT_TREE : 0);
 
         if (a->have_n && !(v->options & (OPT_TOP | OPT_EVENTS)))
                 return usage_error("-n does not go with '%s' (it is top's --iterations and events' --lines)",
@@ -273,6 +284,11 @@ static int check_options(const Verb *v, const Args *a) {
                         return usage_error("%s does not go with '%s'", opts[i].name, v->name);
         if (a->json && streq(v->name, "top"))
                 return usage_error("top has no JSON output; use 'mdctl list --json'");
+        /* -o names columns for the tables (plot's -o is its file). */
+        if (v->columns && a->json && (a->output || a->tree))
+                return usage_error("%s shapes the table; --json prints every field", a->tree ? "--tree" : "-o");
+        if (v->columns && a->output && table_check_choice(v->columns, a->output) < 0)
+                return -EINVAL;
         if (a->json && streq(v->name, "metrics"))
                 return usage_error("metrics prints the OpenMetrics text format, not JSON");
         if (a->json && streq(v->name, "plot"))
@@ -296,6 +312,8 @@ int main(int argc, char **argv) {
         Args a;
         int r;
 
+        /* Character widths for the tables (UTF-8 ellipsis and tree); numbers stay in the C locale for JSON. */
+        (void) setlocale(LC_CTYPE, "");
         r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;

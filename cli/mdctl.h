@@ -30,6 +30,7 @@ typedef struct Args {
         bool have_top_opts;
         uint64_t iterations;
         bool all;               /* release --all */
+        bool tree;              /* list --tree */
         bool have_for;
         uint64_t for_usec;      /* release --for */
         bool have_n;            /* -n: top's --iterations, events' --lines */
@@ -40,7 +41,7 @@ typedef struct Args {
         uint64_t since_usec;            /* events, history, plot --since: CLOCK_REALTIME */
         bool have_lines;
         uint64_t lines;                 /* events --lines: the last N that match */
-        const char *output;             /* plot -o */
+        const char *output;             /* -o: the columns shown (list, top, throttles); plot's file */
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;
@@ -100,5 +101,9 @@ int history_next(sd_bus_message *reply, HistoryRow *ret);
 int verb_release(sd_bus *bus, const Args *a);
 /* Checks `release UNIT | --all` before connecting. */
 int check_release_args(const Args *a);
+/* The columns of `mdctl throttles`, in table_init()'s form (for -o). */
+extern const char *const throttle_columns[];
+/* Prints a table fitted to stdout's width with the chosen columns: 0, or a negative errno after saying why. */
+int print_table(Table *t, const Args *a);
 /* show's lines on the cgroup `c`'s throttles and release, from ListThrottles' array. */
 void show_throttles(const Value *c, const Value *throttles);

@@ -99,8 +99,10 @@ static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
                 r = client_call(bus, "cannot list the throttles", "ListThrottles", &throttles, "");
         if (r >= 0) {
                 cgroups_sort(&list, o->sort);
-                r = cgroups_table(&list, &throttles, &t);
+                r = cgroups_table(&list, &throttles, false, &t);
         }
+        if (r >= 0 && o->output)
+                r = table_choose(&t, o->output);
         if (r >= 0) {
                 if (s->tty) {
                         screen_size(s);
@@ -108,7 +110,9 @@ static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
                 }
                 header(&st, o, stdout);
                 fputc('\n', stdout);
-                table_print(&t, stdout, o->legend, s->tty ? s->cols : 0, s->tty && s->rows > 4 ? s->rows - 4 : 0);
+                TableLayout l = { .legend = o->legend, .width = s->tty ? s->cols : table_output_width(),
+                                  .max_rows = s->tty && s->rows > 4 ? s->rows - 4 : 0 };
+                (void) table_print(&t, stdout, &l);
                 if (s->tty)
                         fputs("\033[J", stdout);        /* clear what the last frame left below */
                 else

@@ -19,6 +19,7 @@ typedef struct TopOptions {
         uint64_t iterations;    /* 0: until q */
         SortKey sort;
         bool legend;
+        const char *output;     /* -o: the columns shown, checked already */
 } TopOptions;
 
 /* Returns 0 when the user quit or the iterations are done, negative after a reported failure. */
