@@ -130,8 +130,8 @@ static int history_print(sd_bus_message *reply, const char *path, bool truncated
 
 int verb_history(sd_bus *bus, const Args *a) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *path;
-        bool truncated;
+        const char *path = NULL;
+        bool truncated = false;
         int r;
 
         r = history_get(bus, a, a->argv[1], &reply, &path, &truncated);

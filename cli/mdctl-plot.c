@@ -87,9 +87,9 @@ static FILE *plot_file(const Plot *p, const char *name, const char *mode) {
 static int write_unit(sd_bus *bus, const Args *a, Plot *p, size_t i, char **ret_path) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        const char *path;
+        const char *path = NULL;
         char name[32];
-        bool truncated;
+        bool truncated = false;
         HistoryRow h;
         size_t n = 0;
         int r;
