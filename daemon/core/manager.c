@@ -439,28 +439,29 @@ static int add_sources(Manager *m) {
 }
 
 /* What a previous run learnt of the devices; a file that is missing is no error, one that is odd is said and ignored. */
-static void load_capacities(Manager *m) {
+static int load_capacities(Manager *m) {
         _cleanup_(conf_diag_clear) ConfDiag diag = {};
         _cleanup_free_ char *text = NULL;
         size_t size;
-        int r = conf_file_read(m->capacities_file, DEVSTAT_FILE_MAX, &text, &size, &diag);
+        int r;
 
+        if (asprintf(&m->capacities_file, "%s/devices", manager_state_dir(m)) < 0)
+                return -ENOMEM;
+        r = conf_file_read(m->capacities_file, DEVSTAT_FILE_MAX, &text, &size, &diag);
         if (r == -ENOENT)
-                return;
-        if (r < 0) {
+                return 0;
+        if (r < 0)
                 log_warning_errno(r, "Ignoring the device capacities in %s: %m", m->capacities_file);
-                return;
-        }
-        (void) devstat_load_text(&m->observer->devices, text, size, m->capacities_file);
+        else
+                (void) devstat_load_text(&m->observer->devices, text, size, m->capacities_file);
+        return 0;
 }
 
 static int add_actuator(Manager *m) {
         _cleanup_free_ char *ledger_file = NULL;
 
-        if (asprintf(&ledger_file, "%s/throttles", manager_state_dir(m)) < 0 ||
-            asprintf(&m->capacities_file, "%s/devices", manager_state_dir(m)) < 0)
+        if (asprintf(&ledger_file, "%s/throttles", manager_state_dir(m)) < 0)
                 return -ENOMEM;
-        load_capacities(m);
         return actuator_new(&(ActuatorArgs) { .event = m->event, .ledger_file = ledger_file,
                                               .proc_root = m->args.proc_root, .page_size = m->observer->page_size,
                                               .events = m->events, .ops = &actuator_ops, .userdata = m },
@@ -489,6 +490,9 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
         trigger_set_init(&m->triggers, m->event, on_pressure, m);
+        r = load_capacities(m);
+        if (r < 0)
+                return r;
         r = add_actuator(m);
         if (r < 0)
                 return r;
