@@ -58,7 +58,14 @@ if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ]; then
 fi
 
 section "starting mdreclaimd.service"
-systemctl start mdreclaimd.service
+# Already running (the package scenario started it): restarted, so that it reads
+# the drop-in above and the unit makes the directory it names writable (a
+# ReadWritePaths= that did not exist at the start stays read-only).
+if [ "$(unit_state mdreclaimd.service)" = active ]; then
+    systemctl restart mdreclaimd.service
+else
+    systemctl start mdreclaimd.service
+fi
 check "mdreclaimd.service is active" test "$(unit_state mdreclaimd.service)" = active
 systemctl status --no-pager --lines=0 mdreclaimd.service | sed -n '1,4p'
 
