@@ -4,11 +4,12 @@
 # The write point on a real kernel, side by side in one run: a bulk writer
 # (dd) beside a victim that makes small synchronous writes, on a disk qemu
 # holds to 16 MiB/s. Cases: the victim alone; kernel alone; a static io.max
-# on the writer at 72 % of the device; mdreclaimd enforcing with the victim
-# protected (as "bench-write-point" also caps at 50 and 90 % of the device,
-# a queue depth of 4 without a cap, and io.cost with weights). Then the writer alone with and without the daemon (it must not
-# be capped when nobody protected stalls), and a kill -9 of the daemon while
-# a cap is applied: the next start restores it. Last, on btrfs, SIGTERM while
+# on the writer at 72 % of the device (as "bench-write-point" also at 50 and
+# 90 %, a queue depth of 4 without a cap, and io.cost with weights); the
+# writer alone with and without the daemon (it must not be capped when
+# nobody protected is active; the daemon learns the device there); mdreclaimd
+# enforcing with the victim protected; a kill -9 of the daemon while a cap is
+# applied: the next start restores it. Last, on btrfs, SIGTERM while
 # a writer floods the disk and its dirty budget is being enforced: the daemon
 # must exit within 2 s with every throttle restored, whatever its worker is
 # waiting for in the kernel (docs/reliability.md).
