@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * plot UNIT... [--since TIME] -o FILE.svg|FILE.png: the sample history of
- * cgroups drawn by gnuplot on one time axis, in three panels: the stalls
- * (with the daemon's actions on them as marks), dirty + writeback with
- * memory.high as steps, and the write rate with the io.max wbps caps as
- * steps. mdctl writes the figures and a script to a temporary directory and
- * runs gnuplot ($MDCTL_GNUPLOT, else the one in PATH) on them.
+ * plot UNIT... [--since TIME] [--view write|memory] -o FILE.svg|FILE.png: the
+ * sample history of cgroups drawn by gnuplot on one time axis, in three
+ * panels: the stalls (with the daemon's actions on them as marks), dirty +
+ * writeback with memory.high as steps, and the write rate with the io.max
+ * wbps caps as steps; --view memory, for the allocation point: the stalls,
+ * memory.current with memory.high as steps, and the file cache beside the
+ * reclaimable slab. mdctl writes the figures and a script to a temporary
+ * directory and runs gnuplot ($MDCTL_GNUPLOT, else the one in PATH) on them.
  */
 #include "mdctl.h"
 
@@ -62,7 +64,10 @@ static double local_seconds(uint64_t realtime_usec) {
         return (double) realtime_usec / USEC_PER_SEC + (double) tm.tm_gmtoff;
 }
 
-/* One line: time, memory and io stall (%), dirty (MiB), write rate (MiB/s), memory.high (MiB), wbps cap (MiB/s). */
+/*
+ * One line: time, memory and io stall (%), dirty (MiB), write rate (MiB/s), memory.high (MiB), wbps cap
+ * (MiB/s), memory.current, file cache and slab_reclaimable (MiB): columns 1 to 10.
+ */
 static void put_row(FILE *f, const HistoryRow *h) {
         const uint64_t *v = h->v;
 
@@ -73,6 +78,9 @@ static void put_row(FILE *f, const HistoryRow *h) {
         put_figure(f, v[HROW_INTERVAL] ? v[HROW_WRITE_RATE] : UINT64_MAX, MIB);
         put_figure(f, v[HROW_HIGH], MIB);
         put_figure(f, v[HROW_WBPS], MIB);
+        put_figure(f, v[HROW_MEMORY], MIB);
+        put_figure(f, v[HROW_FILE], MIB);
+        put_figure(f, v[HROW_SLAB], MIB);
         fputc('\n', f);
 }
 
@@ -174,9 +182,12 @@ static void put_quoted(FILE *f, const char *s) {
         fputc('\'', f);
 }
 
-/* One panel: for each unit, the columns `a` (lines) and `b` (steps) of its data, titled with `what_a`, `what_b`. */
+/*
+ * One panel: for each unit, the columns `a` (lines) and `b` of its data, titled with `what_a`, `what_b`; `b` is
+ * drawn as steps when it is a limit (a cap or memory.high, which hold from one sample to the next).
+ */
 static void put_panel(FILE *f, const Plot *p, const char *ylabel, int a, const char *what_a, int b,
-                      const char *what_b, bool events) {
+                      const char *what_b, bool b_steps, bool events) {
         fprintf(f, "set ylabel '%s'\nplot ", ylabel);
         for (size_t i = 0; i < p->n; i++) {
                 char title[300];
@@ -185,7 +196,7 @@ static void put_panel(FILE *f, const Plot *p, const char *ylabel, int a, const c
                 snprintf(title, sizeof(title), "%s %s", p->names[i], what_a);
                 put_quoted(f, title);
                 fprintf(f, ", '%s/%zu.dat' using 1:%d with %s lw 1.5 title ", p->dir, i, b,
-                        b == 3 ? "lines" : "steps");
+                        b_steps ? "steps" : "lines");
                 snprintf(title, sizeof(title), "%s %s", p->names[i], what_b);
                 put_quoted(f, title);
         }
@@ -195,7 +206,7 @@ static void put_panel(FILE *f, const Plot *p, const char *ylabel, int a, const c
         fputc('\n', f);
 }
 
-static int write_script(const Plot *p, const char *output, bool png) {
+static int write_script(const Plot *p, const char *output, bool png, bool memory_view) {
         _cleanup_fclose_ FILE *f = plot_file(p, "plot.gp", "w");
 
         if (!f)
@@ -207,11 +218,19 @@ static int write_script(const Plot *p, const char *output, bool png) {
         fprintf(f, "\nset xrange [%.3f:%.3f]", local_seconds(p->from_usec), local_seconds(p->to_usec) + 0.001);
         fputs("\nset datafile missing '?'\nset xdata time\nset timefmt '%s'\nset format x '%H:%M:%S'\n"
               "set grid\nset key top left opaque\nset yrange [0:*]\nset lmargin 12\nset rmargin 4\n"
-              "set multiplot layout 3,1 title 'mdreclaim: stalls, dirty data and write rates, with the caps in force'\n",
+              "set multiplot layout 3,1 title ",
               f);
-        put_panel(f, p, "stalled (% of the interval)", 2, "memory stall", 3, "io stall", true);
-        put_panel(f, p, "dirty + writeback (MiB)", 4, "dirty", 6, "memory.high", false);
-        put_panel(f, p, "writes (MiB/s)", 5, "write rate", 7, "io.max wbps cap", false);
+        put_quoted(f, memory_view ? "mdreclaim: stalls, memory, file cache and slab, with memory.high in force" :
+                   "mdreclaim: stalls, dirty data and write rates, with the caps in force");
+        fputc('\n', f);
+        put_panel(f, p, "stalled (% of the interval)", 2, "memory stall", 3, "io stall", false, true);
+        if (memory_view) {
+                put_panel(f, p, "memory (MiB)", 8, "memory.current", 6, "memory.high", true, false);
+                put_panel(f, p, "cache (MiB)", 9, "file cache", 10, "slab reclaimable", false, false);
+        } else {
+                put_panel(f, p, "dirty + writeback (MiB)", 4, "dirty", 6, "memory.high", true, false);
+                put_panel(f, p, "writes (MiB/s)", 5, "write rate", 7, "io.max wbps cap", true, false);
+        }
         fputs("unset multiplot\n", f);
         return fclose(TAKE_PTR(f)) != 0 ? client_fail("cannot write the script for gnuplot", -errno) : 0;
 }
@@ -295,7 +314,7 @@ static int plot_draw(sd_bus *bus, const Args *a, Plot *p, char **paths) {
         r = write_events(bus, p, paths);
         if (r < 0)
                 return r;
-        r = write_script(p, a->output, output_kind(a->output) == 1);
+        r = write_script(p, a->output, output_kind(a->output) == 1, a->memory_view);
         if (r < 0)
                 return r;
         return run_gnuplot(p, a->output);

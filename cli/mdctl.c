@@ -55,9 +55,10 @@ static void help(void) {
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
                "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
                "                                host) over the last hour, or the last TIME\n"
-               "  plot UNIT... [--since TIME] -o FILE.svg|FILE.png\n"
+               "  plot UNIT... [--since TIME] [--view write|memory] -o FILE.svg|FILE.png\n"
                "                                draw their stalls, dirty data, write rates and caps\n"
-               "                                over time (needs gnuplot)\n"
+               "                                over time (needs gnuplot); --view memory: memory,\n"
+               "                                file cache and slab with memory.high instead\n"
                "  reload                        reread the configuration\n"
                "\n"
                "Options:\n"
@@ -80,7 +81,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT, ARG_TREE,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -160,6 +161,12 @@ static int parse_option(int c, Args *a) {
         case ARG_ALL: a->all = true; break;
         case 'o': case ARG_OUTPUT: a->output = optarg; break;
         case ARG_TREE: a->tree = true; break;
+        case ARG_VIEW:
+                if (!streq(optarg, "write") && !streq(optarg, "memory"))
+                        return usage_error("invalid --view '%s': expected 'write' or 'memory'", optarg);
+                a->memory_view = streq(optarg, "memory");
+                a->have_view = true;
+                break;
         default:
                 return usage_error("unknown option");
         }
@@ -186,6 +193,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "all", no_argument, NULL, ARG_ALL },
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "tree", no_argument, NULL, ARG_TREE },
+                { "view", required_argument, NULL, ARG_VIEW },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "help", no_argument, NULL, 'h' },
                 {}
@@ -236,6 +244,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
         OPT_RELEASE = 1 << 5, OPT_EVENTS = 1 << 6, OPT_SINCE = 1 << 7, OPT_OUTPUT = 1 << 8, OPT_TREE = 1 << 9,
+        OPT_VIEW = 1 << 10,
 };
 
 typedef struct Verb {
@@ -260,7 +269,7 @@ static const Verb verbs[] = {
         { "throttles", 0, 0, OPT_OUTPUT, verb_throttles, throttle_columns },
         { "release", 0, 1, OPT_RELEASE, verb_release },
         { "history", 1, 1, OPT_SINCE, verb_history },
-        { "plot", 1, -1, OPT_SINCE | OPT_OUTPUT, verb_plot },
+        { "plot", 1, -1, OPT_SINCE | OPT_OUTPUT | OPT_VIEW, verb_plot },
 };
 
 static int check_options(const Verb *v, const Args *a) {
@@ -268,12 +277,13 @@ static int check_options(const Verb *v, const Args *a) {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
                 { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
                 { OPT_EVENTS, "--unit/--action/--lines" }, { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" },
-                { OPT_TREE, "--tree" },
+                { OPT_TREE, "--tree" }, { OPT_VIEW, "--view" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
                         (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_events_opts ? OPT_EVENTS : 0) |
-                        (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0) | (a->tree ? OPT_TREE : 0);
+                        (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0) | (a->tree ? OPT_TREE : 0) |
+                        (a->have_view ? OPT_VIEW : 0);
 
         if (a->have_n && !(v->options & (OPT_TOP | OPT_EVENTS)))
                 return usage_error("-n does not go with '%s' (it is top's --iterations and events' --lines)",

@@ -42,6 +42,8 @@ typedef struct Args {
         bool have_lines;
         uint64_t lines;                 /* events --lines: the last N that match */
         const char *output;             /* -o: the columns shown (list, top, throttles); plot's file */
+        bool memory_view;               /* plot --view memory: the allocation point's figures */
+        bool have_view;
         char **argv;            /* the verb and its arguments */
         int argc;
 } Args;

@@ -78,6 +78,16 @@ policy() { # NAME LINES...: policies.d/NAME.conf
     { echo '[Policy]'; printf '%s\n' "$@"; } > "$conf/etc/mdreclaim/policies.d/$name.conf"
 }
 no_policies() { rm -f "$conf"/etc/mdreclaim/policies.d/*.conf; }
+# plot_case NAME CGROUP...: as bench-alloc-point with MDR_ARTIFACTS, the
+# case drawn from the daemon's history (mdctl plot --view memory) while it
+# still runs, as alloc-point-NAME.png
+plot_case() {
+    local name=$1; shift
+    [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] &&
+        command -v gnuplot > /dev/null || return 0
+    "$MDCTL" plot "$@" --view memory -o "$MDR_ARTIFACTS/alloc-point-$name.png" > /dev/null &&
+        note "plot of this case: alloc-point-$name.png"
+}
 
 # fileset DIR COUNT MIB: COUNT files of MIB/COUNT each, allocated but never
 # written (reads fill the page cache with zeroes without disk reads: cheap
@@ -185,6 +195,7 @@ ref1=$(memstat "$ccg" workingset_refault_file)
 ms1=$(psi_total "$ccg/memory.pressure" some); is1=$(psi_total "$ccg/io.pressure" some)
 el_us=$(awk -v e="$el" 'BEGIN { printf "%d", e * 1000000 }')
 stall_mem=$(pct $((ms1 - ms0)) "$el_us"); stall_io=$(pct $((is1 - is0)) "$el_us")
+plot_case cold /mdr-cold
 stop_daemon TERM
 freed=$(( file0 - file1 ))
 grep -m1 'takes a size only\|swappiness' "$log" | sed 's/^/       daemon: /'
@@ -240,6 +251,7 @@ done
 sleep 2
 slab1=$(memstat "$mcg" slab_reclaimable)
 nb1=$(memstat "$ncg" slab_reclaimable)
+plot_case storm /mdr-meta /mdr-meta-nb
 stop_daemon TERM
 printf '       %-34s %s\n' "storm slab_reclaimable peak / end" "$(mib "$peak") MiB / $(mib "$slab1") MiB (cap $meta_max_mib MiB)" \
     "samples over cap + 10 % in storm" "$over of $samples (every 0.5 s)" \
