@@ -137,6 +137,15 @@ static int cv_history_samples(const char *v, void *dest, uint64_t min) {
         return count_up_to(v, HISTORY_SAMPLES_MAX, dest);
 }
 
+/* SaveInterval=: 0 (at stop only), or 1s to 1h. */
+static int cv_history_save_interval(const char *v, void *dest, uint64_t min) {
+        if (streq(v, "0")) {
+                *(uint64_t *) dest = 0;
+                return 0;
+        }
+        return duration_between(v, dest, USEC_PER_SEC, INTERVAL_MAX_USEC);
+}
+
 static int cv_history_cgroups(const char *v, void *dest, uint64_t min) {
         return count_up_to(v, HISTORY_CGROUPS_MAX, dest);
 }
@@ -291,6 +300,9 @@ static const ConfKeyDef daemon_keys[] = {
           "a number of samples from 0 (no history) to 86400" },
         { "History", "Cgroups", cv_history_cgroups, offsetof(DaemonSettings, history_cgroups),
           "a number of cgroups from 0 to 256" },
+        { "History", "SaveInterval", cv_history_save_interval,
+          offsetof(DaemonSettings, history_save_interval_usec),
+          "0 (at stop only) or a duration between 1s and 1h (e.g. 5min)" },
 };
 
 static const char *const daemon_sections[] = { "Daemon", "WritePoint", "AllocationPoint", "Metrics", "History", NULL };
@@ -828,6 +840,7 @@ static void config_defaults(DaemonSettings *d) {
                              .textfile_interval_usec = METRICS_TEXTFILE_INTERVAL_DEFAULT_USEC },
                 .history_samples = HISTORY_SAMPLES_DEFAULT,
                 .history_cgroups = HISTORY_CGROUPS_DEFAULT,
+                .history_save_interval_usec = HISTORY_SAVE_INTERVAL_DEFAULT_USEC,
         };
 }
 

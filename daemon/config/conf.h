@@ -37,6 +37,8 @@
 #define HISTORY_SAMPLES_MAX 86400
 #define HISTORY_CGROUPS_DEFAULT 16
 #define HISTORY_CGROUPS_MAX 256
+/* [History] SaveInterval=: what a crash can lose of the history; 0: written at stop only. */
+#define HISTORY_SAVE_INTERVAL_DEFAULT_USEC (5 * 60 * USEC_PER_SEC)
 
 #define METRICS_TOP_CGROUPS_DEFAULT 20
 #define METRICS_TOP_CGROUPS_MAX 1000
@@ -86,6 +88,7 @@ typedef struct DaemonSettings {
         /* [History] */
         uint32_t history_samples;               /* per track; 0: no history */
         uint32_t history_cgroups;               /* cgroups with a track, besides the host */
+        uint64_t history_save_interval_usec;    /* written this often besides at stop; 0: at stop only */
 } DaemonSettings;
 
 typedef struct Config {

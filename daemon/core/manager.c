@@ -269,6 +269,7 @@ static void manager_load_history(Manager *m) {
                 log_error_errno(r, "Cannot keep a sample history: %m");
                 return;
         }
+        m->history_saved_usec = manager_now_usec(m);
         r = history_read_file(m->history, dir);
         if (r == -EPROTONOSUPPORT)
                 log_warning("%s/%s was written by another version of the daemon; the history starts afresh", dir,
@@ -283,15 +284,20 @@ static void manager_load_history(Manager *m) {
                          HISTORY_FILE_NAME, m->history->host.n, m->history->n_tracks);
 }
 
-static void manager_save_history(Manager *m) {
+/* Writes the history to the state directory; a failure is logged once until it changes or clears. */
+static void manager_save_history(Manager *m, uint64_t now) {
         int r;
 
         if (!m->history)
                 return;
         r = history_write_file(m->history, manager_state_dir(m));
-        if (r < 0)
+        m->history_saved_usec = now;
+        if (r < 0 && r != m->history_save_error)
                 log_warning_errno(r, "Cannot write the sample history to %s/%s: %m", manager_state_dir(m),
                                   HISTORY_FILE_NAME);
+        else if (r >= 0 && m->history_save_error < 0)
+                log_info("The sample history is written to %s/%s again", manager_state_dir(m), HISTORY_FILE_NAME);
+        m->history_save_error = MIN(r, 0);
 }
 
 int manager_tick(Manager *m) {
@@ -314,6 +320,10 @@ int manager_tick(Manager *m) {
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);
         manager_record_history(m);
+        /* Written now and then too, so that a crash loses at most SaveInterval= of it. */
+        if (m->config->daemon.history_save_interval_usec > 0 &&
+            now - m->history_saved_usec >= m->config->daemon.history_save_interval_usec)
+                manager_save_history(m, now);
         return 0;
 }
 
@@ -523,7 +533,7 @@ int manager_run(Manager *m) {
         actuator_restore_all(m->actuator);
         if (m->observer->devices.known_changed)
                 (void) devstat_save(&m->observer->devices, m->capacities_file);
-        manager_save_history(m);
+        manager_save_history(m, manager_now_usec(m));
         return r;
 }
 

@@ -56,6 +56,8 @@ typedef struct Manager {
         char *status;                   /* last STATUS= sent */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */
         uint64_t capacities_saved_usec;
+        uint64_t history_saved_usec;    /* when the history was last written (CLOCK_MONOTONIC) */
+        int history_save_error;         /* the last failure to write it, as logged; 0: none */
 } Manager;
 
 /* Takes ownership of `config`. */
