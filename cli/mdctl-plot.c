@@ -24,11 +24,19 @@
 #include "util.h"
 
 #define PLOT_UNITS_MAX 8
+#define PLOT_COLUMNS 10                 /* in each unit's figures: the time and nine figures (put_row) */
 #define MIB 1048576.0
 /* An action taken this long before the oldest sample drawn is marked too (it made the first sample what it is). */
 #define PLOT_EVENTS_BEFORE_USEC (2 * USEC_PER_SEC)
 
 extern char **environ;
+
+/* What a column of figures holds: gnuplot warns of a series with none, and of a panel of zeros only. */
+typedef enum Drawn {
+        DRAWN_NONE,
+        DRAWN_ZEROS,
+        DRAWN_FIGURES,
+} Drawn;
 
 typedef struct Plot {
         char dir[64];                   /* the temporary directory */
@@ -37,21 +45,28 @@ typedef struct Plot {
         uint64_t first_usec;            /* the oldest sample drawn */
         uint64_t from_usec, to_usec;    /* the time axis: every sample and mark drawn */
         bool have_events;
+        Drawn has[PLOT_UNITS_MAX][PLOT_COLUMNS + 1];    /* what a unit's column has to draw */
 } Plot;
 
-/* A figure gnuplot reads: "?" (missing) for none. */
-static void put_figure(FILE *f, uint64_t v, double scale) {
-        if (v == UINT64_MAX)
+/* A figure gnuplot reads, "?" (missing) for none, into what column `*has` holds. */
+static void put_value(FILE *f, bool missing, double v, Drawn *has) {
+        if (missing) {
                 fputs(" ?", f);
-        else
-                fprintf(f, " %.3f", (double) v / scale);
+                return;
+        }
+        fprintf(f, " %.3f", v);
+        *has = MAX(*has, v > 0 ? DRAWN_FIGURES : DRAWN_ZEROS);
 }
 
-static void put_stall(FILE *f, uint64_t stall_usec, uint64_t interval_usec) {
-        if (stall_usec == UINT64_MAX || interval_usec == 0)
-                fputs(" ?", f);
-        else
-                fprintf(f, " %.2f", 100.0 * (double) MIN(stall_usec, interval_usec) / (double) interval_usec);
+static void put_figure(FILE *f, uint64_t v, double scale, Drawn *has) {
+        put_value(f, v == UINT64_MAX, (double) v / scale, has);
+}
+
+static void put_stall(FILE *f, uint64_t stall_usec, uint64_t interval_usec, Drawn *has) {
+        bool missing = stall_usec == UINT64_MAX || interval_usec == 0;
+
+        put_value(f, missing, missing ? 0 : 100.0 * (double) MIN(stall_usec, interval_usec) / (double) interval_usec,
+                  has);
 }
 
 /* Seconds gnuplot shows as the local time of `realtime_usec` (it reads times as UTC). */
@@ -68,19 +83,19 @@ static double local_seconds(uint64_t realtime_usec) {
  * One line: time, memory and io stall (%), dirty (MiB), write rate (MiB/s), memory.high (MiB), wbps cap
  * (MiB/s), memory.current, file cache and slab_reclaimable (MiB): columns 1 to 10.
  */
-static void put_row(FILE *f, const HistoryRow *h) {
+static void put_row(FILE *f, const HistoryRow *h, Drawn has[static PLOT_COLUMNS + 1]) {
         const uint64_t *v = h->v;
 
         fprintf(f, "%.3f", local_seconds(v[HROW_TIME]));
-        put_stall(f, v[HROW_MEMORY_STALL], v[HROW_INTERVAL]);
-        put_stall(f, v[HROW_IO_STALL], v[HROW_INTERVAL]);
-        put_figure(f, v[HROW_DIRTY], MIB);
-        put_figure(f, v[HROW_INTERVAL] ? v[HROW_WRITE_RATE] : UINT64_MAX, MIB);
-        put_figure(f, v[HROW_HIGH], MIB);
-        put_figure(f, v[HROW_WBPS], MIB);
-        put_figure(f, v[HROW_MEMORY], MIB);
-        put_figure(f, v[HROW_FILE], MIB);
-        put_figure(f, v[HROW_SLAB], MIB);
+        put_stall(f, v[HROW_MEMORY_STALL], v[HROW_INTERVAL], &has[2]);
+        put_stall(f, v[HROW_IO_STALL], v[HROW_INTERVAL], &has[3]);
+        put_figure(f, v[HROW_DIRTY], MIB, &has[4]);
+        put_figure(f, v[HROW_INTERVAL] ? v[HROW_WRITE_RATE] : UINT64_MAX, MIB, &has[5]);
+        put_figure(f, v[HROW_HIGH], MIB, &has[6]);
+        put_figure(f, v[HROW_WBPS], MIB, &has[7]);
+        put_figure(f, v[HROW_MEMORY], MIB, &has[8]);
+        put_figure(f, v[HROW_FILE], MIB, &has[9]);
+        put_figure(f, v[HROW_SLAB], MIB, &has[10]);
         fputc('\n', f);
 }
 
@@ -110,7 +125,7 @@ static int write_unit(sd_bus *bus, const Args *a, Plot *p, size_t i, char **ret_
         if (!f)
                 return client_fail("cannot write the figures for gnuplot", -errno);
         while ((r = history_next(reply, &h)) > 0) {
-                put_row(f, &h);
+                put_row(f, &h, p->has[i]);
                 if (n++ == 0)
                         p->first_usec = MIN(p->first_usec, h.v[HROW_TIME]);
                 p->to_usec = MAX(p->to_usec, h.v[HROW_TIME]);
@@ -182,27 +197,45 @@ static void put_quoted(FILE *f, const char *s) {
         fputc('\'', f);
 }
 
+/* Unit i's column `col` as one series of a plot command, unless the unit never had that figure. */
+static void put_series(FILE *f, const Plot *p, size_t i, int col, const char *what, bool steps, size_t *n) {
+        char title[300];
+
+        if (p->has[i][col] == DRAWN_NONE)
+                return;
+        fprintf(f, "%s'%s/%zu.dat' using 1:%d with %s lw 1.5 title ", (*n)++ ? ", " : "", p->dir, i, col,
+                steps ? "steps" : "lines");
+        snprintf(title, sizeof(title), "%s %s", p->names[i], what);
+        put_quoted(f, title);
+}
+
 /*
  * One panel: for each unit, the columns `a` (lines) and `b` of its data, titled with `what_a`, `what_b`; `b` is
- * drawn as steps when it is a limit (a cap or memory.high, which hold from one sample to the next).
+ * drawn as steps when it is a limit (a cap or memory.high, which hold from one sample to the next). A figure a
+ * unit never had (no cap) is left out, so that the key lists only what is drawn.
  */
 static void put_panel(FILE *f, const Plot *p, const char *ylabel, int a, const char *what_a, int b,
                       const char *what_b, bool b_steps, bool events) {
-        fprintf(f, "set ylabel '%s'\nplot ", ylabel);
-        for (size_t i = 0; i < p->n; i++) {
-                char title[300];
+        Drawn panel = DRAWN_NONE;
+        size_t n = 0;
 
-                fprintf(f, "%s'%s/%zu.dat' using 1:%d with lines lw 1.5 title ", i ? ", " : "", p->dir, i, a);
-                snprintf(title, sizeof(title), "%s %s", p->names[i], what_a);
-                put_quoted(f, title);
-                fprintf(f, ", '%s/%zu.dat' using 1:%d with %s lw 1.5 title ", p->dir, i, b,
-                        b_steps ? "steps" : "lines");
-                snprintf(title, sizeof(title), "%s %s", p->names[i], what_b);
-                put_quoted(f, title);
+        for (size_t i = 0; i < p->n; i++)
+                panel = MAX(panel, MAX(p->has[i][a], p->has[i][b]));
+        /* Zeros only would make an empty y range: 0 to 1 then. */
+        fprintf(f, "set ylabel '%s'\nset yrange [0:%s]\n", ylabel, panel == DRAWN_FIGURES ? "*" : "1");
+        if (panel == DRAWN_NONE && !(events && p->have_events)) {
+                /* Nothing to draw: an empty panel keeps its place on the time axis. */
+                fputs("plot 1/0 notitle\n", f);
+                return;
+        }
+        fputs("plot ", f);
+        for (size_t i = 0; i < p->n; i++) {
+                put_series(f, p, i, a, what_a, false, &n);
+                put_series(f, p, i, b, what_b, b_steps, &n);
         }
         if (events && p->have_events)
-                fprintf(f, ", '%s/events.dat' using 1:(0):2 with labels rotate left offset 0,0.6 point pt 9 ps 1.2 "
-                        "lc rgb 'black' font ',8' title 'actions'", p->dir);
+                fprintf(f, "%s'%s/events.dat' using 1:(0):2 with labels rotate left offset 0,0.6 point pt 9 ps 1.2 "
+                        "lc rgb 'black' font ',8' title 'actions'", n++ ? ", " : "", p->dir);
         fputc('\n', f);
 }
 
@@ -217,7 +250,7 @@ static int write_script(const Plot *p, const char *output, bool png, bool memory
         /* One time axis for the three panels. */
         fprintf(f, "\nset xrange [%.3f:%.3f]", local_seconds(p->from_usec), local_seconds(p->to_usec) + 0.001);
         fputs("\nset datafile missing '?'\nset xdata time\nset timefmt '%s'\nset format x '%H:%M:%S'\n"
-              "set grid\nset key top left opaque\nset yrange [0:*]\nset lmargin 12\nset rmargin 4\n"
+              "set grid\nset key top left opaque\nset lmargin 12\nset rmargin 4\n"
               "set multiplot layout 3,1 title ",
               f);
         put_quoted(f, memory_view ? "mdreclaim: stalls, memory, file cache and slab, with memory.high in force" :
