@@ -652,8 +652,10 @@ static void decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, 
 }
 
 /*
- * GuardRate=: every device a protected cgroup did io on this tick, and that
- * nobody stalls on, has its heavy writers capped from now on.
+ * GuardRate=: every device a protected cgroup did io on this tick, or waits
+ * on (a cgroup blocked in an fdatasync behind the writer completes nothing
+ * for seconds, and is the one the guard is for), and that nobody stalls on,
+ * has its heavy writers capped from now on.
  */
 static void guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                           size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state,
@@ -669,7 +671,8 @@ static void guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, siz
                         WpDeviceQuiet *q;
                         bool stalling = false;
 
-                        if (r->wbytes_per_sec == 0 && r->rbytes_per_sec == 0)
+                        if (r->wbytes_per_sec == 0 && r->rbytes_per_sec == 0 &&
+                            c->io_stall_ppm < WP_GUARD_WAIT_MIN_PPM)
                                 continue;
                         q = quiet_of(state, r->major, r->minor, true);
                         if (q)

@@ -49,6 +49,7 @@
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
+#define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 
 typedef struct WpCgroup {
         uint64_t id;

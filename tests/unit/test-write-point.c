@@ -491,6 +491,31 @@ static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         assert_int_equal(state.n_caps, 0);
 }
 
+/* Blocked behind the writer, the protected cgroup completes nothing, but it waits on io: still active. */
+static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        cg[0].io_stall_ppm = 500000;
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 4 * 3);
+        /* Its fdatasync waits: no bytes done, a stall under its limit. The capacity estimate drifts up. */
+        victim_dev[0].wbytes_per_sec = 0;
+        cg[0].io_stall_ppm = 60000;
+        dev[0].capacity = 24 * MIB;
+        for (uint64_t t = 3; t < 30; t++)
+                decide(t * SEC);
+        /* Neither lifted after the hold time nor crept past the guard's level. */
+        assert_int_equal(state.n_caps, 1);
+        assert_int_equal(state.caps[0].wbps, level);
+        /* Idle for real (no io, no stall): lifted after the hold time. */
+        cg[0].io_stall_ppm = 0;
+        for (uint64_t t = 30; t < 42; t++)
+                decide(t * SEC);
+        assert_int_equal(state.n_caps, 0);
+}
+
 /* A dd fills the page cache before its first write reaches a device: its dirty data is enough. */
 static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
         st.guard_rate_ppm = 700000;
@@ -565,6 +590,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
+                cmocka_unit_test_setup(test_guard_holds_while_the_protected_cgroup_waits, setup),
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
                 cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
