@@ -286,6 +286,46 @@ static uint64_t guard_level(const WpDevice *dev, const WpSettings *st) {
 }
 
 /*
+ * A capped writer's backlog, held to about a second at its cap: what it has
+ * dirty or under writeback is what a protected cgroup's journal commit or log
+ * sync can end up waiting behind (the bios a cap holds back), and what floods
+ * the device when the writer is gone and its cap lifted. With memory.high
+ * sized for that much dirty data the writer waits in its own write() calls.
+ * A tighter DirtyLimit= sizes it instead; a tighter budget of the host's
+ * guard in force stays.
+ */
+static void cap_budget(const WpCgroup *w, uint64_t wbps, const WpSettings *st, WritePointState *state,
+                       WpPlan *plan) {
+        uint64_t limit = wbps <= UINT64_MAX / WP_CAP_BACKLOG_USEC ? wbps * WP_CAP_BACKLOG_USEC / USEC_PER_SEC :
+                         wbps / USEC_PER_SEC * WP_CAP_BACKLOG_USEC, high;
+        WpBudget *b = find_budget(state, w->id);
+        WpAction *a;
+
+        if (!w->have_memory)
+                return;
+        limit = MAX(limit, WP_CAP_BACKLOG_MIN);
+        if (w->policy->dirty_limit.set)
+                limit = MIN(limit, dirty_limit_bytes(w));
+        high = write_point_budget_high(w, limit, st->dirty_ratio_pct);
+        if (!b) {
+                if (state->n_budgets >= WP_BUDGETS_MAX || !(a = plan_add(plan, WP_SET_BUDGET, w)))
+                        return;
+                b = &state->budgets[state->n_budgets++];
+                *b = (WpBudget) { .cgroup_id = w->id, .high = UINT64_MAX };
+        } else if (b->cap ? b->limit == limit : b->high <= high) {
+                return;
+        } else if (!(a = plan_add(plan, WP_SET_BUDGET, w))) {
+                return;
+        }
+        a->previous = b->high;
+        a->value = high;
+        snprintf(a->reason, sizeof(a->reason), "capped at %" PRIu64 " B/s: its dirty+writeback held to %" PRIu64
+                 " bytes, a second at the cap (%" PRIu64 " now)", wbps, limit, w->dirty);
+        snprintf(a->lifts_when, sizeof(a->lifts_when), "with its io.max cap");
+        *b = (WpBudget) { .cgroup_id = w->id, .high = high, .limit = limit, .cap = true };
+}
+
+/*
  * A cap for one writer: the first one from what it gets now (or, guarding,
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
  * A guard only ever sets the first cap.
@@ -509,6 +549,7 @@ static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char
                                                           .limit = guard ? 0 : limit, .guard = guard };
 }
 
+
 /* The policy's limit changed under a budget in force: sized again at once, looser or tighter. */
 static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const WpSettings *st, WpPlan *plan) {
         WpAction *a = plan_add(plan, WP_SET_BUDGET, c);
@@ -538,6 +579,45 @@ static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePo
                 *b = state->budgets[--state->n_budgets];
 }
 
+static bool has_cap(const WritePointState *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_caps; i++)
+                if (s->caps[i].cgroup_id == id)
+                        return true;
+        return false;
+}
+
+/*
+ * Every capped writer's backlog budget sized from its caps (on several
+ * devices, their sum), every tick, so that it follows the caps and comes
+ * back when a tighter budget that stood in its way is gone; and lifted with
+ * the writer's last cap.
+ */
+static void decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
+                            WpPlan *plan) {
+        for (size_t i = state->n_budgets; i > 0; i--) {
+                const WpBudget *b = &state->budgets[i - 1];
+
+                if (b->cap && !has_cap(state, b->cgroup_id))
+                        lift_budget(find_cgroup(cg, n, b->cgroup_id), b->cgroup_id, "its io.max cap is lifted",
+                                    state, plan);
+        }
+        for (size_t i = 0; i < state->n_caps; i++) {
+                const WpCgroup *w = find_cgroup(cg, n, state->caps[i].cgroup_id);
+                uint64_t sum = 0;
+                bool first = true;
+
+                for (size_t k = 0; k < state->n_caps; k++)
+                        if (state->caps[k].cgroup_id == state->caps[i].cgroup_id) {
+                                first = first && k >= i;
+                                /* A cap whose first value is not set yet counts for nothing. */
+                                if (state->caps[k].wbps != UINT64_MAX)
+                                        sum = MIN(sum + state->caps[k].wbps, UINT64_MAX / 2);
+                        }
+                if (w && first)
+                        cap_budget(w, sum, st, state, plan);
+        }
+}
+
 static uint64_t background_of(const WpCgroup *c, uint64_t limit) {
         return c->policy->dirty_background.set ? dirty_background_bytes(c) : limit / 2;
 }
@@ -552,6 +632,8 @@ static void decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, W
                 if (!c->policy->dirty_limit.set || !c->have_memory)
                         continue;
                 limit = dirty_limit_bytes(c);
+                if (b && b->cap)
+                        continue;       /* the cap's, tighter than DirtyLimit= (cap_budget) */
                 if (!b && c->dirty > limit)
                         set_budget(c, limit, false, "over DirtyLimit", st, state, plan);
                 else if (b && !b->guard && b->limit != limit && c->dirty >= background_of(c, limit))
@@ -704,6 +786,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         }
         guard_devices(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
         relax_caps(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
+        decide_backlogs(cg, n, st, state, plan);
         decide_budgets(cg, n, st, state, plan);
         decide_guard(cg, n, st, state, plan);
         decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);

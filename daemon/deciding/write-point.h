@@ -50,6 +50,8 @@
 #define WP_STEP_USEC (1000 * 1000)
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
+#define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
+#define WP_CAP_BACKLOG_MIN (UINT64_C(16) << 20)        /* ...but at least this much */
 
 typedef struct WpCgroup {
         uint64_t id;
@@ -111,6 +113,7 @@ typedef struct WpBudget {
         uint64_t high;                  /* memory.high asked for */
         uint64_t limit;                 /* the dirty limit it was sized for (0: the guard's) */
         bool guard;                     /* set by the global dirty guard */
+        bool cap;                       /* sized from the writer's io.max cap (its backlog) */
 } WpBudget;
 
 typedef struct WpDeviceQuiet {

@@ -491,6 +491,55 @@ static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         assert_int_equal(state.n_caps, 0);
 }
 
+/* A capped writer's dirty+writeback is held to a second at its cap (16 MiB at least), resized with the cap,
+ * and lifted with it. */
+static void test_cap_holds_the_writers_backlog(void **s) {
+        const WpAction *a;
+
+        st.guard_rate_ppm = 700000;
+        dev[0].capacity = dev[0].write_rate = 100 * MIB;
+        writer_dev[0].wbytes_per_sec = 90 * MIB;
+        cg[1].dirty = 200 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 70 * MIB);
+        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB, 20));
+        assert_true(a->previous == UINT64_MAX);
+        assert_non_null(strstr(a->reason, "a second at the cap"));
+        /* A stall steps the cap down: the budget follows. */
+        cg[0].io_stall_ppm = 500000;
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 70 * MIB / 4 * 3);
+        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB / 4 * 3, 20));
+        assert_int_equal(a->previous, write_point_budget_high(&cg[1], 70 * MIB, 20));
+        /* Quiet for the hold time: cap and budget go together. */
+        cg[0].io_stall_ppm = 0;
+        victim_dev[0].wbytes_per_sec = 0;
+        for (uint64_t t = 3; t < 14; t++)
+                decide(t * SEC);
+        assert_int_equal(state.n_caps, 0);
+        assert_int_equal(state.n_budgets, 0);
+}
+
+/* A slow cap still leaves the writer 16 MiB; a tighter DirtyLimit= sizes the budget instead. */
+static void test_cap_budget_floor_and_a_tighter_one(void **s) {
+        st.guard_rate_ppm = 700000;
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 16 * MIB, 20));
+        setup(s);
+        st.guard_rate_ppm = 700000;
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 8 * MIB };
+        cg[1].dirty = 100 * MIB;
+        decide(1 * SEC);
+        /* DirtyLimit= is tighter than 16 MiB: the one budget set is sized for it. */
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(WP_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 8 * MIB, 20));
+        for (size_t i = 0, n = 0; i < plan.n; i++)
+                if (plan.actions[i].kind == WP_SET_BUDGET)
+                        assert_int_equal(++n, 1);
+}
+
 /* Blocked behind the writer, the protected cgroup completes nothing, but it waits on io: still active. */
 static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
         uint64_t level = 16 * MIB * 7 / 10;
@@ -591,6 +640,8 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
                 cmocka_unit_test_setup(test_guard_holds_while_the_protected_cgroup_waits, setup),
+                cmocka_unit_test_setup(test_cap_holds_the_writers_backlog, setup),
+                cmocka_unit_test_setup(test_cap_budget_floor_and_a_tighter_one, setup),
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
                 cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
