@@ -20,7 +20,9 @@
 # printed; under TCG they vary from run to run, so they are a benchmark:
 # "bench-write-point" (the same script) runs longer cases on every --fs given:
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --fs ext4,xfs,btrfs bench-write-point
-# MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%).
+# MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%),
+# MDR_WP_GLOBAL_GUARD=100% GlobalDirtyGuard= (default 80%; 100%: the host's
+# dirty guard only where the kernel's own throttling starts).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -45,6 +47,7 @@ RescanInterval=2s
 [WritePoint]
 IOPressureLimit=${MDR_WP_LIMIT:-10%}
 CapHoldTime=5s
+GlobalDirtyGuard=${MDR_WP_GLOBAL_GUARD:-80%}
 EOT
 printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
     > "$conf/etc/mdreclaim/policies.d/victim.conf"
