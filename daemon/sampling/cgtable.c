@@ -44,11 +44,13 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
         Cgroup *cg;
         int r;
 
-        if (e && streq(e->cg->path, path)) {
+        if (e && streq(e->cg->path, path) && !e->gone) {
                 e->seen = true;
                 return 0;
         }
-        /* New, or an id reused under another path (renamed: treat as new). */
+        /* New, an id reused under another path (renamed: treat as new), or one
+         * taken for removed that is still there (it lacked cgroup.procs for a
+         * moment): opened afresh, the old entry dropped. */
         r = cgroup_open(rf->root, path, &cg);
         if (r == -ENOENT || r == -ENODEV)
                 return 0;
