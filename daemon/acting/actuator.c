@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "message-ids.h"
+#include "parse-util.h"
 #include "throttle.h"
 #include "util.h"
 
@@ -21,6 +22,7 @@ typedef struct PendingJob {
         ThrottleKind throttle;          /* JOB_FILE_WRITE of a throttle */
         uint32_t major, minor;
         uint64_t value;
+        uint64_t action_id;             /* an operator's one-shot action */
 } PendingJob;
 
 struct Actuator {
@@ -127,7 +129,18 @@ int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
 
         if (!cg)
                 return err;
-        return submit(a, cg, &j, (PendingJob) { .kind = job->kind });
+        return submit(a, cg, &j, (PendingJob) { .kind = job->kind, .action_id = job->action_id });
+}
+
+uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
+        uint64_t started = 0, cookie = a->worker ? worker_running_cookie(a->worker, &started) : 0;
+
+        for (size_t i = 0; cookie && i < a->n_pending; i++)
+                if (a->pending[i].cookie == cookie && a->pending[i].action_id) {
+                        *ret_started = started;
+                        return a->pending[i].action_id;
+                }
+        return 0;
 }
 
 /* Writes the entry's effective value: io.max at once, memory.high through the
@@ -582,21 +595,44 @@ void actuator_restore_all(Actuator *a) {
         (void) persist(a);
 }
 
+/* "12.0M" or "unknown" for a dirty+writeback figure. */
+static const char *dirty_text(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
+        return v == UINT64_MAX ? "unknown" : format_size(buf, v);
+}
+
 static void writeback_event(Actuator *a, const Job *job, const char *unit) {
-        char f_files[48], f_dur[48], f_commits[48], f_budget[32], f_failed[32];
-        const char *fields[] = { f_files, f_dur, f_commits, f_budget, f_failed, NULL };
+        char f_files[48], f_dur[48], f_commits[48], f_action[48], f_before[48], f_after[48],
+             before[FORMAT_SIZE_MAX], after[FORMAT_SIZE_MAX], done[128] = "";
+        const char *fields[10] = { f_files, f_dur, f_commits, job->interrupted ? "BUDGET_REACHED=yes" :
+                                   "BUDGET_REACHED=no", job->result < 0 ? "FAILED=yes" : "FAILED=no" };
+        size_t n = 5;
 
         snprintf(f_files, sizeof(f_files), "FILES=%" PRIu64, job->files);
         snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, job->duration_usec);
         snprintf(f_commits, sizeof(f_commits), "BTRFS_COMMITS=%" PRIu64, job->commits);
-        snprintf(f_budget, sizeof(f_budget), "BUDGET_REACHED=%s", job->interrupted ? "yes" : "no");
-        snprintf(f_failed, sizeof(f_failed), "FAILED=%s", job->result < 0 ? "yes" : "no");
+        if (job->action_id) {
+                snprintf(f_action, sizeof(f_action), "ACTION_ID=%" PRIu64, job->action_id);
+                fields[n++] = f_action;
+        }
+        /* The figures the job could read; none in place of one it could not. */
+        if (job->dirty_before != UINT64_MAX) {
+                snprintf(f_before, sizeof(f_before), "DIRTY_BEFORE=%" PRIu64, job->dirty_before);
+                fields[n++] = f_before;
+        }
+        if (job->dirty_after != UINT64_MAX) {
+                snprintf(f_after, sizeof(f_after), "DIRTY_AFTER=%" PRIu64, job->dirty_after);
+                fields[n++] = f_after;
+        }
+        if (job->to_completion)
+                snprintf(done, sizeof(done), "; dirty+writeback %s -> %s", dirty_text(before, job->dirty_before),
+                         dirty_text(after, job->dirty_after));
         event_record(a->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                               .cgroup = job->path, .unit = unit, .action = "writeback",
                                               .fields = fields },
-                     "%s: writeback started on %" PRIu64 " files in %" PRIu64 "ms%s%s%s", job->path, job->files,
-                     job->duration_usec / USEC_PER_MSEC, job->commits ? " and a btrfs commit" : "",
-                     job->interrupted ? " (time budget reached)" : "", job->result < 0 ? " (failed)" : "");
+                     "%s: writeback %s %" PRIu64 " files in %" PRIu64 "ms%s%s%s%s", job->path,
+                     job->to_completion ? "of" : "started on", job->files, job->duration_usec / USEC_PER_MSEC,
+                     job->commits ? " and a btrfs commit" : "", job->interrupted ? " (time budget reached)" : "",
+                     job->result < 0 ? " (failed)" : "", done);
 }
 
 /* A memory.high write came back: the value is in place (an interrupted write set it too; only its reclaim stopped). */
