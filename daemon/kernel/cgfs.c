@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -299,6 +300,18 @@ int cgroup_populated(Cgroup *cg) {
         if (r < 0)
                 return r;
         return found ? v != 0 : -ENOENT;
+}
+
+int cgroup_watch_events(Cgroup *cg, int inotify_fd) {
+        char path[64];
+        int wd;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        /* inotify takes a path: the directory this layer opened, through the process's own fd. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", cg->dirfd);
+        wd = inotify_add_watch(inotify_fd, path, IN_MODIFY | IN_DONT_FOLLOW);
+        return wd < 0 ? negative_errno() : wd;
 }
 
 bool cgroup_gone(const Cgroup *cg) {

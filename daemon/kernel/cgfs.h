@@ -129,6 +129,14 @@ int cg_dir_read_dirty(int dirfd, uint64_t *ret);
  * 1 or 0, or a negative errno (-ENOENT: no such key or file, as on a fixture). */
 int cgroup_populated(Cgroup *cg);
 
+/*
+ * Adds a watch of the cgroup's cgroup.events to `inotify_fd`: the kernel
+ * signals each change of the file (populated, frozen) as IN_MODIFY, and
+ * IN_IGNORED once the cgroup is removed. Returns the watch descriptor, or a
+ * negative errno.
+ */
+int cgroup_watch_events(Cgroup *cg, int inotify_fd);
+
 /* Whether the cgroup was removed since it was opened. (One recreated under
  * the same path is another cgroup, with another id.) */
 bool cgroup_gone(const Cgroup *cg);
