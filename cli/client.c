@@ -102,6 +102,11 @@ static int call_v(sd_bus *bus, const char *what, const char *method, sd_bus_mess
         return r;
 }
 
+int client_call_rawv(sd_bus *bus, const char *what, const char *method, sd_bus_message **ret,
+                     const char *types, va_list ap) {
+        return call_v(bus, what, method, ret, types, ap);
+}
+
 int client_call_raw(sd_bus *bus, const char *what, const char *method, sd_bus_message **ret,
                     const char *types, ...) {
         va_list ap;

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
@@ -32,6 +33,10 @@ int client_call(sd_bus *bus, const char *what, const char *method, Value *ret, c
 /* Calls `method` and hands the raw reply back (for replies mdctl reads itself). */
 int client_call_raw(sd_bus *bus, const char *what, const char *method, sd_bus_message **ret,
                     const char *types, ...);
+
+/* The same with the arguments as a va_list. */
+int client_call_rawv(sd_bus *bus, const char *what, const char *method, sd_bus_message **ret,
+                     const char *types, va_list ap);
 
 /* Prints a failure that happened on an open connection (not the daemon's error). */
 int client_fail(const char *what, int r);

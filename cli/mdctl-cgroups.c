@@ -219,29 +219,6 @@ int verb_top(sd_bus *bus, const Args *a) {
         return top_run(bus, &o);
 }
 
-/* ---- acting ---- */
-
-int verb_reclaim(sd_bus *bus, const Args *a) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        char what[300];
-        int r;
-
-        snprintf(what, sizeof(what), "cannot reclaim from %s", a->argv[1]);
-        r = client_call_raw(bus, what, "Reclaim", &reply, "stb", a->argv[1], a->have_bytes ? a->bytes : UINT64_C(0),
-                            (int) a->cache_only);
-        return r < 0 ? r : print_result(reply, a);
-}
-
-int verb_writeback(sd_bus *bus, const Args *a) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        char what[300];
-        int r;
-
-        snprintf(what, sizeof(what), "cannot write back %s", a->argv[1]);
-        r = client_call_raw(bus, what, "Writeback", &reply, "sb", a->argv[1], (int) a->wait);
-        return r < 0 ? r : print_result(reply, a);
-}
-
 int verb_reload(sd_bus *bus, const Args *a) {
         return client_call(bus, "reload refused", "Reload", NULL, "");
 }

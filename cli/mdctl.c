@@ -33,9 +33,14 @@ static void help(void) {
                "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup)\n"
                "  top [--sort KEY] [-d|--delay T] [-n|--iterations N] [-o COLS]\n"
                "                                live view; q quits, d/p/m/n sort, space refreshes\n"
-               "  reclaim UNIT [--bytes SIZE] [--cache-only]\n"
-               "                                reclaim memory of a cgroup now\n"
-               "  writeback UNIT [--wait]       write back a cgroup's dirty data now\n"
+               "  reclaim UNIT [--bytes SIZE] [--cache-only] [--wait [--timeout TIME]]\n"
+               "                                reclaim memory of a cgroup now; prints the action's id,\n"
+               "                                with --wait its result (freed, how long)\n"
+               "  writeback UNIT [--wait [--timeout TIME]]\n"
+               "                                write back a cgroup's dirty data now and wait for the\n"
+               "                                writes; with --wait the result (files, dirty+writeback\n"
+               "                                before and after); TIME: how long to wait (default 2min)\n"
+               "  action ID                     a reclaim or writeback asked for: its state and result\n"
                "  throttles [-o COLS]           every throttle the daemon holds, and the releases\n"
                "  release UNIT [--for TIME] | --all\n"
                "                                lift a cgroup's throttles (or every cgroup's) now and\n"
@@ -81,7 +86,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -99,6 +104,12 @@ static int parse_option(int c, Args *a) {
         case ARG_SOCKET: a->socket = optarg; break;
         case ARG_CACHE_ONLY: a->cache_only = true; break;
         case ARG_WAIT: a->wait = true; break;
+        case ARG_TIMEOUT:
+                if (parse_duration(optarg, &a->timeout_usec) < 0 || a->timeout_usec < 100 * USEC_PER_MSEC)
+                        return usage_error("invalid --timeout '%s': expected a duration of 100ms or more (e.g. "
+                                           "30s, 5min)", optarg);
+                a->have_timeout = true;
+                break;
         case 'f': case ARG_FOLLOW: a->follow = true; break;
         case ARG_SORT:
                 k = sort_key_from_string(optarg);
@@ -182,6 +193,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "bytes", required_argument, NULL, ARG_BYTES },
                 { "cache-only", no_argument, NULL, ARG_CACHE_ONLY },
                 { "wait", no_argument, NULL, ARG_WAIT },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
                 { "follow", no_argument, NULL, ARG_FOLLOW },
                 { "delay", required_argument, NULL, ARG_DELAY },
                 { "iterations", required_argument, NULL, ARG_ITERATIONS },
@@ -260,8 +272,9 @@ static const Verb verbs[] = {
         { "list", 0, 0, OPT_SORT | OPT_OUTPUT | OPT_TREE, verb_list, cgroup_columns },
         { "show", 1, 1, 0, verb_show },
         { "top", 0, 0, OPT_SORT | OPT_TOP | OPT_OUTPUT, verb_top, cgroup_columns },
-        { "reclaim", 1, 1, OPT_BYTES, verb_reclaim },
+        { "reclaim", 1, 1, OPT_BYTES | OPT_WAIT, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
+        { "action", 1, 1, 0, verb_action },
         { "policy", 1, -1, 0, verb_policy },
         { "events", 0, 0, OPT_FOLLOW | OPT_EVENTS | OPT_SINCE, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },
@@ -303,9 +316,12 @@ static int check_options(const Verb *v, const Args *a) {
                 return usage_error("metrics prints the OpenMetrics text format, not JSON");
         if (a->json && streq(v->name, "plot"))
                 return usage_error("plot draws a picture, not JSON; use 'mdctl history --json'");
+        if (a->have_timeout && !a->wait)
+                return usage_error("--timeout goes with --wait");
         if (a->argc - 1 < v->min_args || (v->max_args >= 0 && a->argc - 1 > v->max_args))
                 return usage_error("'%s' takes %s", v->name,
                                    v->max_args == 0 ? "no arguments" :
+                                   streq(v->name, "action") ? "one action id" :
                                    v->min_args == 1 && v->max_args == 1 ? "one unit name or cgroup path" :
                                    v->min_args == 1 && v->max_args < 0 ? "one or more unit names or cgroup paths" :
                                    "other arguments");
@@ -313,6 +329,8 @@ static int check_options(const Verb *v, const Args *a) {
                 return check_release_args(a);
         if (streq(v->name, "plot"))
                 return check_plot_args(a);
+        if (streq(v->name, "action"))
+                return check_action_args(a);
         return streq(v->name, "policy") ? check_policy_args(a) : 0;
 }
 

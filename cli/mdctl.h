@@ -21,6 +21,8 @@ typedef struct Args {
         bool legend;
         bool follow;
         bool wait;
+        bool have_timeout;
+        uint64_t timeout_usec;  /* reclaim, writeback --wait --timeout */
         bool cache_only;
         bool have_bytes;
         uint64_t bytes;
@@ -67,6 +69,9 @@ int verb_show(sd_bus *bus, const Args *a);
 int verb_top(sd_bus *bus, const Args *a);
 int verb_reclaim(sd_bus *bus, const Args *a);
 int verb_writeback(sd_bus *bus, const Args *a);
+int verb_action(sd_bus *bus, const Args *a);
+/* Checks `action ID` before connecting. */
+int check_action_args(const Args *a);
 int verb_reload(sd_bus *bus, const Args *a);
 int verb_policy(sd_bus *bus, const Args *a);
 /* Checks `policy SUB ...` before connecting. */

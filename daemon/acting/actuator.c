@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "message-ids.h"
+#include "parse-util.h"
 #include "throttle.h"
 #include "util.h"
 
@@ -21,10 +24,21 @@ typedef struct PendingJob {
         ThrottleKind throttle;          /* JOB_FILE_WRITE of a throttle */
         uint32_t major, minor;
         uint64_t value;
+        uint64_t action_id;             /* an operator's one-shot action */
 } PendingJob;
+
+/* A watch of a throttled cgroup's cgroup.events. */
+typedef struct EventsWatch {
+        uint64_t cgroup_id;
+        int wd;
+} EventsWatch;
 
 struct Actuator {
         Ledger ledger;
+        int inotify_fd;                 /* cgroup.events of every cgroup the ledger holds a throttle on */
+        sd_event_source *inotify_source;
+        EventsWatch *watches;           /* at most one per cgroup of the ledger */
+        size_t n_watches;
         Worker *worker;
         PendingJob pending[WORKER_QUEUE_MAX];
         size_t n_pending;
@@ -127,7 +141,18 @@ int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
 
         if (!cg)
                 return err;
-        return submit(a, cg, &j, (PendingJob) { .kind = job->kind });
+        return submit(a, cg, &j, (PendingJob) { .kind = job->kind, .action_id = job->action_id });
+}
+
+uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
+        uint64_t started = 0, cookie = a->worker ? worker_running_cookie(a->worker, &started) : 0;
+
+        for (size_t i = 0; cookie && i < a->n_pending; i++)
+                if (a->pending[i].cookie == cookie && a->pending[i].action_id) {
+                        *ret_started = started;
+                        return a->pending[i].action_id;
+                }
+        return 0;
 }
 
 /* Writes the entry's effective value: io.max at once, memory.high through the
@@ -148,10 +173,13 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
 }
 
+static void watches_sync(Actuator *a);
+
 /* Writes the ledger file after a change, and says that the throttles changed. */
 static int persist(Actuator *a) {
         int r = ledger_save(&a->ledger);
 
+        watches_sync(a);
         if (r < 0)
                 log_warning_errno(r, "Cannot write the throttle ledger %s: %m", strna(a->ledger.file));
         if (a->ops->throttles_changed)
@@ -336,20 +364,35 @@ static int lift_released(Actuator *a, ThrottleEntry *t, const char *why) {
         return r;
 }
 
-/* Lifts every throttle on the cgroup (0: on every cgroup); returns how many. */
-static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
+/* Lifts every throttle on the cgroup (0: on every cgroup) of one kind (-1: any); returns how many. */
+static int lift_on(Actuator *a, uint64_t cgroup_id, int kind, const char *why) {
         int n = 0;
 
         /* Backwards: a removal moves the last entry (already seen) into its place. */
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
 
-                if (cgroup_id != 0 && t->cgroup_id != cgroup_id)
+                if ((cgroup_id != 0 && t->cgroup_id != cgroup_id) || (kind >= 0 && (int) t->kind != kind))
                         continue;
                 (void) lift_released(a, t, why);
                 n++;
         }
         return n;
+}
+
+static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
+        return lift_on(a, cgroup_id, -1, why);
+}
+
+/*
+ * No process left in the cgroup: its throttles go before the cgroup does, or
+ * they would hold what it left behind (dirty pages under io.max) once nobody
+ * can lift them. The io.max cap first (written at once), then memory.high.
+ */
+static int lift_emptied(Actuator *a, uint64_t cgroup_id) {
+        const char *why = "the cgroup has no process left";
+
+        return lift_on(a, cgroup_id, THROTTLE_IO_WBPS, why) + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
 }
 
 /* Records the release of `path`; if the ledger cannot be written, the one it replaced (if any) is back. */
@@ -515,6 +558,147 @@ static void drop_entry(Actuator *a, ThrottleEntry *t) {
         ledger_remove(&a->ledger, t);
 }
 
+/* The cgroup went away with the throttle on it: nothing to put back; the record goes, and says so. */
+static void drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
+        char f_knob[64], f_dev[48], f_value[48], what[48], v[24];
+        const char *fields[] = { f_knob, f_dev, f_value, "OBSERVE=no", NULL };
+
+        format_value(t->applied, v, sizeof(v));
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
+        snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, t->major, t->minor);
+        snprintf(f_value, sizeof(f_value), "VALUE=%s", v);
+        event_record(a->events, &(LogEvent) { .level = LOG_WARNING, .message_id = MESSAGE_THROTTLE,
+                                              .cgroup = t->path, .unit = unit, .action = "cgroup-gone",
+                                              .fields = fields },
+                     "%s: the cgroup is gone with %s at %s; its throttle record is dropped", t->path,
+                     throttle_describe(t, what, sizeof(what)), v);
+        drop_entry(a, t);
+}
+
+/* ---- watching cgroup.events of the throttled cgroups ---- */
+
+static EventsWatch *watch_of_wd(Actuator *a, int wd) {
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (a->watches[i].wd == wd)
+                        return &a->watches[i];
+        return NULL;
+}
+
+static bool ledger_holds(const Actuator *a, uint64_t cgroup_id) {
+        for (size_t i = 0; i < a->ledger.n; i++)
+                if (a->ledger.entries[i].cgroup_id == cgroup_id)
+                        return true;
+        return false;
+}
+
+static void watch_add(Actuator *a, uint64_t cgroup_id) {
+        Cgroup *cg = lookup(a, cgroup_id, NULL);
+        EventsWatch *w;
+        int wd;
+
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (a->watches[i].cgroup_id == cgroup_id)
+                        return;
+        if (!cg || a->n_watches >= LEDGER_MAX)
+                return;
+        wd = cgroup_watch_events(cg, a->inotify_fd);
+        if (wd < 0) {
+                /* The tick's check stands in for it. */
+                log_debug_errno(wd, "%s: cannot watch cgroup.events: %m", cg->path);
+                return;
+        }
+        w = realloc(a->watches, (a->n_watches + 1) * sizeof(EventsWatch));
+        if (!w) {
+                (void) inotify_rm_watch(a->inotify_fd, wd);
+                return;
+        }
+        a->watches = w;
+        a->watches[a->n_watches++] = (EventsWatch) { .cgroup_id = cgroup_id, .wd = wd };
+}
+
+/* One watch per cgroup the ledger holds a throttle on, and none besides. */
+static void watches_sync(Actuator *a) {
+        if (a->inotify_fd < 0)
+                return;
+        for (size_t i = a->n_watches; i > 0; i--) {
+                EventsWatch *w = &a->watches[i - 1];
+
+                if (ledger_holds(a, w->cgroup_id))
+                        continue;
+                (void) inotify_rm_watch(a->inotify_fd, w->wd);
+                *w = a->watches[--a->n_watches];
+        }
+        for (size_t i = 0; i < a->ledger.n; i++)
+                watch_add(a, a->ledger.entries[i].cgroup_id);
+}
+
+/* cgroup.events of a throttled cgroup changed, or the cgroup went: lifted or dropped at once. */
+static bool on_cgroup_event(Actuator *a, uint64_t cgroup_id, bool removed) {
+        const char *unit;
+        int err;
+        Cgroup *cg = lookup_why(a, cgroup_id, &unit, &err);
+        bool changed = false;
+
+        if (err == -ENODEV || (cg && cgroup_gone(cg))) {
+                for (size_t i = a->ledger.n; i > 0; i--)
+                        if (a->ledger.entries[i - 1].cgroup_id == cgroup_id) {
+                                drop_vanished(a, &a->ledger.entries[i - 1], unit);
+                                changed = true;
+                        }
+                return changed;
+        }
+        /* A removal that was not the cgroup's (a fixture's file replaced): watched again by the sync. */
+        if (removed || !cg || cgroup_populated(cg) != 0)
+                return false;
+        return lift_emptied(a, cgroup_id) > 0;
+}
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Actuator *a = userdata;
+        union {
+                struct inotify_event ev;
+                char buf[4096];
+        } u;
+        bool changed = false;
+
+        for (;;) {
+                ssize_t n = read(fd, u.buf, sizeof(u.buf));
+
+                if (n <= 0)
+                        break;
+                for (char *p = u.buf; p < u.buf + n; ) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+                        EventsWatch *w = watch_of_wd(a, ev->wd);
+
+                        p += sizeof(struct inotify_event) + ev->len;
+                        if (!w)
+                                continue;
+                        uint64_t id = w->cgroup_id;
+                        if (ev->mask & IN_IGNORED)
+                                *w = a->watches[--a->n_watches];        /* the kernel dropped it */
+                        changed |= on_cgroup_event(a, id, ev->mask & IN_IGNORED);
+                }
+        }
+        if (changed)
+                (void) persist(a);
+        else
+                watches_sync(a);
+        return 0;
+}
+
+static int watches_init(Actuator *a, sd_event *event) {
+        int r;
+
+        a->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (a->inotify_fd < 0)
+                return negative_errno();
+        r = sd_event_add_io(event, &a->inotify_source, a->inotify_fd, EPOLLIN, on_inotify, a);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(a->inotify_source, "cgroup-events");
+        return 0;
+}
+
 /* Notes a cgroup found empty, once; a full list waits for the next check. */
 static void note_emptied(uint64_t *ids, size_t *n, size_t max, uint64_t id) {
         for (size_t i = 0; i < *n; i++)
@@ -538,8 +722,7 @@ void actuator_verify(Actuator *a) {
 
                 if (write_in_flight(a, t))
                         continue;
-                /* No process left: its throttles go before the cgroup does, or they would hold what
-                 * it left behind (dirty pages under io.max) once nobody can lift them. */
+                /* No process left (the watch of cgroup.events missed it, or could not be set). */
                 if (cg && cgroup_populated(cg) == 0) {
                         note_emptied(emptied, &n_emptied, ELEMENTSOF(emptied), t->cgroup_id);
                         continue;
@@ -547,7 +730,7 @@ void actuator_verify(Actuator *a) {
                 if (cg)
                         err = throttle_read(cg, t->kind, t->major, t->minor, &current);
                 if (err == -ENODEV || (cg && err == -ENOENT)) {
-                        drop_entry(a, t);
+                        drop_vanished(a, t, unit);
                         changed = true;
                         continue;
                 }
@@ -563,7 +746,7 @@ void actuator_verify(Actuator *a) {
                 changed = true;
         }
         for (size_t i = 0; i < n_emptied; i++)
-                changed |= lift_all_on(a, emptied[i], "the cgroup has no process left") > 0;
+                changed |= lift_emptied(a, emptied[i]) > 0;
         if (changed)
                 (void) persist(a);
 }
@@ -582,21 +765,44 @@ void actuator_restore_all(Actuator *a) {
         (void) persist(a);
 }
 
+/* "12.0M" or "unknown" for a dirty+writeback figure. */
+static const char *dirty_text(char buf[static FORMAT_SIZE_MAX], uint64_t v) {
+        return v == UINT64_MAX ? "unknown" : format_size(buf, v);
+}
+
 static void writeback_event(Actuator *a, const Job *job, const char *unit) {
-        char f_files[48], f_dur[48], f_commits[48], f_budget[32], f_failed[32];
-        const char *fields[] = { f_files, f_dur, f_commits, f_budget, f_failed, NULL };
+        char f_files[48], f_dur[48], f_commits[48], f_action[48], f_before[48], f_after[48],
+             before[FORMAT_SIZE_MAX], after[FORMAT_SIZE_MAX], done[128] = "";
+        const char *fields[10] = { f_files, f_dur, f_commits, job->interrupted ? "BUDGET_REACHED=yes" :
+                                   "BUDGET_REACHED=no", job->result < 0 ? "FAILED=yes" : "FAILED=no" };
+        size_t n = 5;
 
         snprintf(f_files, sizeof(f_files), "FILES=%" PRIu64, job->files);
         snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, job->duration_usec);
         snprintf(f_commits, sizeof(f_commits), "BTRFS_COMMITS=%" PRIu64, job->commits);
-        snprintf(f_budget, sizeof(f_budget), "BUDGET_REACHED=%s", job->interrupted ? "yes" : "no");
-        snprintf(f_failed, sizeof(f_failed), "FAILED=%s", job->result < 0 ? "yes" : "no");
+        if (job->action_id) {
+                snprintf(f_action, sizeof(f_action), "ACTION_ID=%" PRIu64, job->action_id);
+                fields[n++] = f_action;
+        }
+        /* The figures the job could read; none in place of one it could not. */
+        if (job->dirty_before != UINT64_MAX) {
+                snprintf(f_before, sizeof(f_before), "DIRTY_BEFORE=%" PRIu64, job->dirty_before);
+                fields[n++] = f_before;
+        }
+        if (job->dirty_after != UINT64_MAX) {
+                snprintf(f_after, sizeof(f_after), "DIRTY_AFTER=%" PRIu64, job->dirty_after);
+                fields[n++] = f_after;
+        }
+        if (job->to_completion)
+                snprintf(done, sizeof(done), "; dirty+writeback %s -> %s", dirty_text(before, job->dirty_before),
+                         dirty_text(after, job->dirty_after));
         event_record(a->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                               .cgroup = job->path, .unit = unit, .action = "writeback",
                                               .fields = fields },
-                     "%s: writeback started on %" PRIu64 " files in %" PRIu64 "ms%s%s%s", job->path, job->files,
-                     job->duration_usec / USEC_PER_MSEC, job->commits ? " and a btrfs commit" : "",
-                     job->interrupted ? " (time budget reached)" : "", job->result < 0 ? " (failed)" : "");
+                     "%s: writeback %s %" PRIu64 " files in %" PRIu64 "ms%s%s%s%s", job->path,
+                     job->to_completion ? "of" : "started on", job->files, job->duration_usec / USEC_PER_MSEC,
+                     job->commits ? " and a btrfs commit" : "", job->interrupted ? " (time budget reached)" : "",
+                     job->result < 0 ? " (failed)" : "", done);
 }
 
 /* A memory.high write came back: the value is in place (an interrupted write set it too; only its reclaim stopped). */
@@ -653,7 +859,11 @@ int actuator_new(const ActuatorArgs *args, Actuator **ret) {
         a->events = args->events;
         a->ops = args->ops;
         a->userdata = args->userdata;
+        a->inotify_fd = -1;
         ledger_init(&a->ledger, args->ledger_file);
+        r = watches_init(a, args->event);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch cgroup.events: %m");
         r = worker_new(args->event, args->proc_root ?: "/proc", on_job_done, a, &a->worker);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the worker thread: %m");
@@ -665,6 +875,9 @@ Actuator *actuator_free(Actuator *a) {
         if (!a)
                 return NULL;
         worker_free(a->worker);
+        sd_event_source_disable_unref(a->inotify_source);
+        closep(&a->inotify_fd);
+        free(a->watches);
         ledger_clear(&a->ledger);
         free(a);
         return NULL;

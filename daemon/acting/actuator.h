@@ -90,6 +90,9 @@ const LedgerHold *actuator_released(const Actuator *a, const char *path);
 /* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
 
+/* The operator's action whose job runs now (0: none), and since when (CLOCK_REALTIME). */
+uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started);
+
 /* At start: reads the ledger a previous run left, restores what still holds its values. */
 int actuator_recover(Actuator *a);
 /* Every tick: our values still in place? A foreign value wins and becomes the original. Ended

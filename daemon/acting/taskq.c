@@ -262,6 +262,15 @@ size_t taskq_pending(TaskQueue *q) {
         return n;
 }
 
+const Task *taskq_running(TaskQueue *q) {
+        const Task *t;
+
+        pthread_mutex_lock(&q->lock);
+        t = q->running;
+        pthread_mutex_unlock(&q->lock);
+        return t;
+}
+
 bool taskq_stopping(void) {
         return current_queue && __atomic_load_n(&current_queue->stop, __ATOMIC_ACQUIRE);
 }

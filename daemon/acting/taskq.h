@@ -44,5 +44,12 @@ int taskq_submit(TaskQueue *q, Task *t);
 /* Tasks queued, running or waiting to be handed back. */
 size_t taskq_pending(TaskQueue *q);
 
+/*
+ * The task running now (NULL: none), for the loop to tell "queued" from
+ * "running"; only to compare or to read what the submitter set before it
+ * queued the task (the loop alone frees a task, after handing it back).
+ */
+const Task *taskq_running(TaskQueue *q);
+
 /* In a run function: whether the queue is stopping (a long task returns at its next step). */
 bool taskq_stopping(void);

@@ -98,24 +98,36 @@ static bool job_must_stop(uint64_t deadline) {
 }
 
 /*
- * Starts writeback of one file in bounded ranges, checking between them
- * whether to stop. An appending writer's dirty pages are at the end, so the
- * ranges cover the file's last WRITEBACK_RANGES_MAX ranges, the last one to
- * the end of the file however far it grew; earlier pages go out with the
- * kernel's own writeback.
+ * Writeback of one file in bounded ranges, checking between them whether to
+ * stop. An appending writer's dirty pages are at the end, so the ranges cover
+ * the file's last WRITEBACK_RANGES_MAX ranges, the last one to the end of the
+ * file however far it grew; earlier pages go out with the kernel's own
+ * writeback. `flags`: SYNC_FILE_RANGE_WRITE starts the writes; with the WAIT
+ * flags each range is waited for too (its pages under writeback before and
+ * after), so that the job ends when they are on the device.
  */
-static bool writeback_file(int fd, const struct stat *st, uint64_t deadline) {
+static bool writeback_file(int fd, const struct stat *st, unsigned flags, uint64_t deadline) {
         uint64_t size = (uint64_t) st->st_size, span = WRITEBACK_RANGE * WRITEBACK_RANGES_MAX;
         uint64_t off = size > span ? (size - span) / WRITEBACK_RANGE * WRITEBACK_RANGE : 0;
 
         for (; ; off += WRITEBACK_RANGE) {
                 bool last = off + WRITEBACK_RANGE >= size;
 
-                if (sync_file_range(fd, (off64_t) off, last ? 0 : (off64_t) WRITEBACK_RANGE, SYNC_FILE_RANGE_WRITE) < 0)
+                if (sync_file_range(fd, (off64_t) off, last ? 0 : (off64_t) WRITEBACK_RANGE, flags) < 0)
                         return false;
                 if (last || job_must_stop(deadline))
                         return true;
         }
+}
+
+/* Starts the writes of a file, then, for a job that waits for them, waits range by range. */
+static bool writeback_one(const Job *j, int fd, const struct stat *st, uint64_t deadline) {
+        if (!writeback_file(fd, st, SYNC_FILE_RANGE_WRITE, deadline))
+                return false;
+        if (!j->to_completion || job_must_stop(deadline))
+                return true;
+        return writeback_file(fd, st, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                              SYNC_FILE_RANGE_WAIT_AFTER, deadline);
 }
 
 /* Writeback of every regular file PID holds open for writing. */
@@ -140,7 +152,7 @@ static void writeback_pid(Job *j, pid_t pid, uint64_t deadline, FsSeen *seen) {
                         continue;
                 /* An O_RDONLY open of the magic link works for this; O_PATH would give EBADF. */
                 f = openat(fd_dirfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-                if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && writeback_file(f, &st, deadline)) {
+                if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) && writeback_one(j, f, &st, deadline)) {
                         j->files++;
                         maybe_start_commit(j, f, &st, seen);
                 }
@@ -159,6 +171,8 @@ static void run_writeback(Job *j) {
                 j->result = -ENOMEM;
                 return;
         }
+        if (cg_dir_read_dirty(j->dirfd, &j->dirty_before) < 0)
+                j->dirty_before = UINT64_MAX;
         n = cg_read_procs(j->dirfd, pids, WRITEBACK_PIDS_MAX);
         if (n < 0) {
                 j->result = n;
@@ -168,12 +182,15 @@ static void run_writeback(Job *j) {
                 writeback_pid(j, pids[i], deadline, &seen);
         j->result = 0;
         j->interrupted = job_must_stop(deadline);
+        if (cg_dir_read_dirty(j->dirfd, &j->dirty_after) < 0)
+                j->dirty_after = UINT64_MAX;
 }
 
 static void job_run(Task *t) {
         Job *j = job_of(t);
         uint64_t start = now_usec(CLOCK_MONOTONIC);
 
+        __atomic_store_n(&j->started_usec, now_usec(CLOCK_REALTIME), __ATOMIC_RELEASE);
         switch (j->kind) {
         case JOB_FILE_WRITE:
                 j->result = cg_dir_write(j->dirfd, j->file, j->data);
@@ -245,7 +262,8 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         snprintf(j->proc_root, sizeof(j->proc_root), "%s", w->proc_root);
         j->result = 0;
         j->interrupted = false;
-        j->files = j->commits = j->before = j->after = j->duration_usec = 0;
+        j->files = j->commits = j->before = j->after = j->duration_usec = j->started_usec = 0;
+        j->dirty_before = j->dirty_after = UINT64_MAX;
         j->dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
         if (j->dirfd < 0)
                 return negative_errno();
@@ -260,4 +278,14 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
 
 size_t worker_pending(Worker *w) {
         return taskq_pending(w->queue);
+}
+
+uint64_t worker_running_cookie(Worker *w, uint64_t *ret_started) {
+        const Job *j = (const Job *) taskq_running(w->queue);
+
+        /* The cookie was set before it was queued, and a job is freed only on this thread. */
+        if (!j)
+                return 0;
+        *ret_started = __atomic_load_n(&j->started_usec, __ATOMIC_ACQUIRE);
+        return j->cookie;
 }

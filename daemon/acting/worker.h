@@ -20,13 +20,15 @@ typedef enum JobKind {
         JOB_FILE_WRITE,         /* write `data` to `file` below the cgroup */
         JOB_RECLAIM,            /* write `bytes` to memory.reclaim, measure memory.current around it */
         JOB_WRITEBACK,          /* start writeback of the files the cgroup's tasks hold open for
-                                 * writing, and a commit of each btrfs they are on */
+                                 * writing, and a commit of each btrfs they are on; with
+                                 * `to_completion`, wait for those writes to finish */
 } JobKind;
 
 typedef struct Job {
         Task task;              /* the engine's */
         JobKind kind;
         uint64_t cookie;        /* the submitter's: comes back with the result */
+        uint64_t action_id;     /* an operator's one-shot action (actions.h); 0: a point's own */
         int dirfd;              /* the worker's own duplicate of the cgroup's fd */
         char proc_root[128];    /* JOB_WRITEBACK walks /proc/PID/fd below it (a copy: a job abandoned at
                                  * stop must not point into the worker) */
@@ -35,15 +37,18 @@ typedef struct Job {
         uint64_t bytes;
         uint64_t step;          /* JOB_RECLAIM: at most this much per write (0: all at once) */
         bool swappiness0;       /* JOB_RECLAIM: add " swappiness=0" (cache only) */
+        bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t budget_usec;
         char path[256];         /* for messages */
 
         /* results */
         int result;             /* 0 or negative errno (-EAGAIN from memory.reclaim is an outcome) */
+        uint64_t started_usec;  /* CLOCK_REALTIME, when the thread took it */
         uint64_t duration_usec;
         uint64_t before, after; /* memory.current around a reclaim */
         uint64_t files;         /* files a writeback touched */
         uint64_t commits;       /* btrfs transaction commits a writeback started */
+        uint64_t dirty_before, dirty_after;     /* JOB_WRITEBACK: file_dirty + file_writeback; UINT64_MAX: unknown */
         bool interrupted;       /* stopped at its time budget (or at stop) */
 } Job;
 
@@ -62,3 +67,6 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
 
 /* Jobs queued, running or waiting to be handed back. */
 size_t worker_pending(Worker *w);
+
+/* The cookie of the job running now (0: none), and when it started (CLOCK_REALTIME). */
+uint64_t worker_running_cookie(Worker *w, uint64_t *ret_started);

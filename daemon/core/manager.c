@@ -145,7 +145,9 @@ static void on_job_done(const Job *job, uint64_t cgroup_id, void *userdata) {
         PointContext ctx = manager_context(m);
 
         write_runner_job_done(&m->write_runner, job, cgroup_id);
-        alloc_runner_job_done(&m->alloc_runner, &ctx, job, cgroup_id, manager_now_usec(m));
+        /* A reclaim asked again (without swappiness=) goes on under the same action. */
+        if (alloc_runner_job_done(&m->alloc_runner, &ctx, job, cgroup_id, manager_now_usec(m)) == 0 && job->action_id)
+                manager_action_job_done(m, job);
 }
 
 static void on_throttle_dropped(const ThrottleEntry *t, void *userdata) {
@@ -488,6 +490,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         m->args = *args;
         m->config = TAKE_PTR(c);
         write_runner_init(&m->write_runner);
+        action_log_init(&m->actions);
         m->events = malloc(sizeof(EventLog));
         if (!m->events)
                 return -ENOMEM;

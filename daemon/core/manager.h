@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "actions.h"
 #include "actuator.h"
 #include "conf.h"
 #include "event-log.h"
@@ -47,6 +48,10 @@ typedef struct Manager {
         /* Told whenever the throttles or the releases change (the control API's ThrottlesChanged); may be NULL. */
         void (*throttles_hook)(void *userdata);
         void *throttles_hook_userdata;
+        ActionLog actions;              /* an operator's one-shot actions (manager-actions.c) */
+        /* Told when one of them finishes (the control API's ActionFinished); may be NULL. */
+        void (*action_hook)(const Action *a, void *userdata);
+        void *action_hook_userdata;
 
         uint64_t ticks;
         uint64_t trigger_wakeups;
@@ -95,3 +100,19 @@ uint64_t manager_now_usec(Manager *m);
 
 /* Applies the log level: --log-level wins over LogLevel=. */
 void manager_apply_log_level(const ManagerArgs *args, const Config *c);
+
+/* ---- an operator's one-shot actions (manager-actions.c) ---- */
+
+/*
+ * Reclaims `bytes` (0: all reclaimable) of e, or writes back its open files
+ * and waits for the writes, as an action asked for by `asked_by` ("uid 0
+ * (pid 42)"): *ret is its record, with its id. -EPERM: the cgroup is exempt;
+ * -EBUSY: the worker's queue (or the actions kept) is full; -ENODEV: gone.
+ */
+int manager_reclaim(Manager *m, const CgEntry *e, uint64_t bytes, bool cache_only, const char *asked_by,
+                    const Action **ret);
+int manager_writeback(Manager *m, const CgEntry *e, const char *asked_by, const Action **ret);
+/* The action with this id, its state brought up to date (queued or running); NULL if not kept. */
+const Action *manager_action(Manager *m, uint64_t id);
+/* A job of an action came back: the action ends with its figures. */
+void manager_action_job_done(Manager *m, const Job *job);

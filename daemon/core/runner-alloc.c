@@ -70,14 +70,17 @@ static size_t gather(const AllocRunner *r, const Observer *o, ApCgroup *out, siz
 typedef struct ReclaimFigures {
         uint64_t asked, freed, duration_usec;
         bool budget_reached;
+        uint64_t action_id;     /* an operator's action; 0: the point's */
 } ReclaimFigures;
 
 static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char *action, bool observe,
                           const char *extra, const ReclaimFigures *f, const char *reason) {
-        char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16];
+        char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16], f_action[48];
         const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs,
-                                 f->budget_reached ? "BUDGET_REACHED=yes" : "BUDGET_REACHED=no", NULL };
+                                 f->budget_reached ? "BUDGET_REACHED=yes" : "BUDGET_REACHED=no",
+                                 f->action_id ? f_action : NULL, NULL };
 
+        snprintf(f_action, sizeof(f_action), "ACTION_ID=%" PRIu64, f->action_id);
         snprintf(f_asked, sizeof(f_asked), "BYTES_ASKED=%" PRIu64, f->asked);
         snprintf(f_freed, sizeof(f_freed), "BYTES_FREED=%" PRIu64, f->freed);
         snprintf(f_dur, sizeof(f_dur), "DURATION_USEC=%" PRIu64, f->duration_usec);
@@ -100,10 +103,11 @@ static uint64_t bound_cache_only(AllocRunner *r, const CgroupSample *s, uint64_t
 }
 
 int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
-                         const char *reason) {
+                         const char *reason, uint64_t action_id, uint64_t *ret_asked) {
         const CgroupSample *s = cg_entry_sample(e);
         bool swap_on = system_meminfo(observer_system_sample(ctx->observer), MEMINFO_SWAP_TOTAL, 0) > 0;
         Job job = { .kind = JOB_RECLAIM, .budget_usec = 10 * USEC_PER_SEC };
+        int k;
 
         if (exempt(r, e->cg->path))
                 return -EPERM;
@@ -116,12 +120,18 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
         job.bytes = bytes;
         job.step = MIN(e->policy ? e->policy->reclaim_step_max : RECLAIM_ONE_SHOT_STEP, RECLAIM_ONE_SHOT_STEP);
         job.swappiness0 = cache_only && r->swappiness_arg != 0;
+        job.action_id = action_id;
         snprintf(job.data, sizeof(job.data), "%s", reason);
-        return actuator_run_job(ctx->actuator, e->cg->id, &job);
+        k = actuator_run_job(ctx->actuator, e->cg->id, &job);
+        if (k < 0)
+                return k;
+        if (ret_asked)
+                *ret_asked = bytes;
+        return 1;
 }
 
-void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
-                           uint64_t now) {
+int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
+                          uint64_t now) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, cgroup_id);
         uint64_t tick = ctx->config->daemon.interval_usec;
         ReclaimFigures f = { .asked = job->bytes, .freed = u64_delta(job->before, job->after),
@@ -129,30 +139,33 @@ void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *j
         char extra[96];
 
         if (job->kind != JOB_RECLAIM)
-                return;
+                return 0;
         if (job->result == -EINVAL && job->swappiness0) {
                 /* Probed, not guessed from the version: this kernel has no swappiness= argument. */
                 log_info("memory.reclaim here takes a size only (swappiness= gives EINVAL)");
                 r->swappiness_arg = 0;
-                /* Asked again without it; the point's request stays in flight meanwhile. */
-                if (!e || alloc_runner_reclaim(r, ctx, e, job->bytes, true, job->data) < 0)
-                        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, now, tick);
-                return;
+                /* Asked again without it; the point's request (or the operator's action) stays in flight meanwhile. */
+                if (e && alloc_runner_reclaim(r, ctx, e, job->bytes, true, job->data, job->action_id, NULL) > 0)
+                        return 1;
+                alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, now, tick);
+                return 0;
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
                 r->swappiness_arg = 1;
         alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, now, tick);
         if (!e)
-                return;
+                return 0;
         if (job->result < 0 && job->result != -EAGAIN && !job->interrupted) {
                 log_warning_errno(job->result, "%s: memory.reclaim failed: %m", e->cg->path);
-                return;
+                return 0;
         }
         r->reclaims++;
         r->reclaimed_bytes += f.freed;
         snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
                  job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" : "");
+        f.action_id = job->action_id;
         reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
+        return 0;
 }
 
 static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, uint64_t now) {
@@ -178,7 +191,7 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
         }
         switch (a->kind) {
         case AP_RECLAIM:
-                return alloc_runner_reclaim(r, ctx, e, a->value, true, a->reason);
+                return alloc_runner_reclaim(r, ctx, e, a->value, true, a->reason, 0, NULL);
         case AP_SET_HIGH:
                 return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
         case AP_LIFT_HIGH:

@@ -103,7 +103,7 @@ static int execute(const PointContext *ctx, const WpAction *a) {
                         observe_event(ctx, a, e);
                         return 0;
                 }
-                return e ? write_runner_writeback(ctx, e, a->reason) : -ENODEV;
+                return e ? write_runner_writeback(ctx, e, a->reason, 0) : -ENODEV;
         }
         return -EINVAL;
 }
@@ -169,8 +169,9 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
         }
 }
 
-int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason) {
-        Job job = { .kind = JOB_WRITEBACK, .budget_usec = 10 * USEC_PER_SEC };
+int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason, uint64_t action_id) {
+        Job job = { .kind = JOB_WRITEBACK, .budget_usec = action_id ? WRITEBACK_ACTION_BUDGET_USEC : 10 * USEC_PER_SEC,
+                    .action_id = action_id, .to_completion = action_id != 0 };
         int r = actuator_run_job(ctx->actuator, e->cg->id, &job);
 
         if (r >= 0)

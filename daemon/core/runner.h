@@ -48,8 +48,13 @@ typedef struct WriteRunner {
 
 void write_runner_init(WriteRunner *w);
 void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now);
-/* An operator's writeback request (or the write point's). */
-int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason);
+/*
+ * Writeback of the cgroup's open files: the write point's (starts the writes,
+ * action_id 0), or an operator's one-shot action (waits for them to finish,
+ * within WRITEBACK_ACTION_BUDGET_USEC).
+ */
+#define WRITEBACK_ACTION_BUDGET_USEC (30 * USEC_PER_SEC)
+int write_runner_writeback(const PointContext *ctx, const CgEntry *e, const char *reason, uint64_t action_id);
 void write_runner_job_done(WriteRunner *w, const Job *job, uint64_t cgroup_id);
 /* A throttle the write point may have set left the ledger: forget it. */
 void write_runner_throttle_dropped(WriteRunner *w, const ThrottleEntry *t);
@@ -69,10 +74,16 @@ typedef struct AllocRunner {
 void alloc_runner_init(AllocRunner *r, char *own_cgroup);
 void alloc_runner_done(AllocRunner *r);
 void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now);
-/* Reclaims `bytes` (UINT64_MAX: all reclaimable) of the cgroup, cache only if asked. -EPERM: exempt. */
+/*
+ * Reclaims `bytes` (UINT64_MAX: all reclaimable) of the cgroup, cache only if
+ * asked, for an operator's action `action_id` (0: the point's own). Returns 1
+ * when queued (*ret_asked, if given: the bytes asked after the bounds), 0
+ * when there is nothing to ask for; -EPERM: exempt.
+ */
 int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
-                         const char *reason);
-void alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
-                           uint64_t now);
+                         const char *reason, uint64_t action_id, uint64_t *ret_asked);
+/* A job came back. Returns 1 if it was queued again (its action goes on), else 0. */
+int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
+                          uint64_t now);
 /* A throttle the allocation point may have set left the ledger: forget it. */
 void alloc_runner_throttle_dropped(AllocRunner *r, const ThrottleEntry *t);

@@ -205,6 +205,18 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         bool calm = !pressure && now - s->last_pressure_usec >= st->throttle_hold_usec;
                         uint64_t raised = cs->throttle_high + MAX(cs->throttle_high / 10, AP_STEP_MIN);
 
+                        /* Decided while its policy observed; it enforces now: asked for as it stands. */
+                        if (pressure && cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
+                                a = add(p, AP_SET_HIGH, c);
+                                if (!a)
+                                        return;
+                                a->value = cs->throttle_high;
+                                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the allocation "
+                                         "throttle decided while it observed");
+                                throttle_lifts_when(a);
+                                cs->throttle_observed = false;
+                                continue;
+                        }
                         if (pressure)
                                 continue;
                         a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
@@ -216,6 +228,7 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         if (!calm)
                                 throttle_lifts_when(a);
                         cs->throttle_high = calm ? 0 : raised;
+                        cs->throttle_observed = a->observe;
                         continue;
                 }
                 if (pressure && c->policy->allocation_throttle && touchable(c) && c->valid && c->growth_rate > 0 &&
@@ -233,6 +246,7 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                          fastest->growth_rate);
                 throttle_lifts_when(a);
                 cs->throttle_high = a->value;
+                cs->throttle_observed = a->observe;
         }
 }
 

@@ -65,6 +65,7 @@ typedef struct ApCgroupState {
         uint64_t last_reclaim_usec;     /* when the last reclaim of it finished */
         uint64_t learned_floor;         /* reclaimable level under which reclaiming hurt; 0: none */
         uint64_t throttle_high;         /* memory.high asked for; 0: not throttled */
+        bool throttle_observed;         /* decided while its policy only observed: not written */
 } ApCgroupState;
 
 typedef struct AllocPointState {

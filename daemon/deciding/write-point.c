@@ -768,6 +768,59 @@ static void guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, siz
         }
 }
 
+/*
+ * A cap or a budget decided while its policy only observed was never written.
+ * Once the policy enforces, it is asked for as it stands at the first tick,
+ * not at the next step down (or never, if it is lifted after the hold time).
+ */
+static void enforce_observed(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
+                             WpPlan *plan) {
+        for (size_t i = 0; i < state->n_caps; i++) {
+                WpCap *cap = &state->caps[i];
+                const WpCgroup *w = find_cgroup(cg, n, cap->cgroup_id);
+                WpAction *a;
+
+                if (!cap->observed || !w || w->policy->mode != POLICY_MODE_ENFORCE || !(a = plan_add(plan, WP_SET_CAP, w)))
+                        continue;
+                a->major = cap->major;
+                a->minor = cap->minor;
+                a->value = cap->wbps;
+                a->protected_id = cap->protected_id;
+                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the cap decided while it observed");
+                cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
+        }
+        for (size_t i = 0; i < state->n_budgets; i++) {
+                WpBudget *b = &state->budgets[i];
+                const WpCgroup *c = find_cgroup(cg, n, b->cgroup_id);
+                WpAction *a;
+
+                if (!b->observed || !c || c->policy->mode != POLICY_MODE_ENFORCE ||
+                    !(a = plan_add(plan, WP_SET_BUDGET, c)))
+                        continue;
+                a->value = b->high;
+                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the dirty budget decided while "
+                         "it observed (dirty+writeback %" PRIu64 " bytes)", c->dirty);
+                if (b->cap)
+                        snprintf(a->lifts_when, sizeof(a->lifts_when), "with its io.max cap");
+                else
+                        budget_lifts_when(a, c, b->guard);
+        }
+}
+
+/* What the plan sets is written, or only observed: the state says which, for enforce_observed(). */
+static void note_observed(const WpPlan *plan, WritePointState *state) {
+        for (size_t i = 0; i < plan->n; i++) {
+                const WpAction *a = &plan->actions[i];
+                WpCap *cap = a->kind == WP_SET_CAP ? find_cap(state, a->cgroup_id, a->major, a->minor) : NULL;
+                WpBudget *b = a->kind == WP_SET_BUDGET ? find_budget(state, a->cgroup_id) : NULL;
+
+                if (cap)
+                        cap->observed = a->observe;
+                if (b)
+                        b->observed = a->observe;
+        }
+}
+
 void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const WpSettings *st,
                         uint64_t now, WritePointState *state, WpPlan *plan) {
         Stall stalls[WP_CAPS_MAX];
@@ -775,6 +828,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
 
         plan->n = 0;
         plan->truncated = false;
+        enforce_observed(cg, n, st, state, plan);
         learn_baselines(cg, n, dev, n_dev, state);
         n_stalls = find_stalls(cg, n, state, stalls, ELEMENTSOF(stalls));
         for (size_t k = 0; k < n_stalls; k++) {
@@ -790,6 +844,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         decide_budgets(cg, n, st, state, plan);
         decide_guard(cg, n, st, state, plan);
         decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);
+        note_observed(plan, state);
 }
 
 void write_point_forget(WritePointState *state, const WpAction *a) {

@@ -96,6 +96,7 @@ typedef struct WpCap {
         uint32_t stall_at_step;         /* the protected cgroup's smoothed stall then */
         uint8_t no_gain;                /* steps since the stall began that did not lower it */
         uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
+        bool observed;                  /* decided while its policy only observed: not written */
 } WpCap;
 
 /* A protected cgroup's io stall: what it has with nobody else writing to its
@@ -114,6 +115,7 @@ typedef struct WpBudget {
         uint64_t limit;                 /* the dirty limit it was sized for (0: the guard's) */
         bool guard;                     /* set by the global dirty guard */
         bool cap;                       /* sized from the writer's io.max cap (its backlog) */
+        bool observed;                  /* decided while its policy only observed: not written */
 } WpBudget;
 
 typedef struct WpDeviceQuiet {

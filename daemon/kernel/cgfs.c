@@ -8,7 +8,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -255,6 +258,31 @@ int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret) {
         return cg_parse_u64(buf, len, ret);
 }
 
+/* memory.stat is some 3 KiB on recent kernels. */
+#define CG_DIRTY_STAT_MAX (16 * 1024)
+
+int cg_dir_read_dirty(int dirfd, uint64_t *ret) {
+        static const char *const keys[] = { "file_dirty", "file_writeback" };
+        _cleanup_free_ char *buf = malloc(CG_DIRTY_STAT_MAX);
+        uint64_t v[2] = {}, found = 0;
+        size_t len;
+        int fd = -1, r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = read_kept(dirfd, "memory.stat", &fd, buf, CG_DIRTY_STAT_MAX, &len);
+        closep(&fd);
+        if (r < 0)
+                return r;
+        r = cg_parse_flat_keyed(buf, len, keys, 2, v, &found);
+        if (r < 0)
+                return r;
+        if (found != 3)
+                return -ENOENT;
+        *ret = v[0] + v[1];
+        return 0;
+}
+
 int cgroup_populated(Cgroup *cg) {
         static const char *const keys[] = { "populated" };
         char buf[128];
@@ -272,6 +300,18 @@ int cgroup_populated(Cgroup *cg) {
         if (r < 0)
                 return r;
         return found ? v != 0 : -ENOENT;
+}
+
+int cgroup_watch_events(Cgroup *cg, int inotify_fd) {
+        char path[64];
+        int wd;
+
+        if (cg->dirfd < 0)
+                return -EBADF;
+        /* inotify takes a path: the directory this layer opened, through the process's own fd. */
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/cgroup.events", cg->dirfd);
+        wd = inotify_add_watch(inotify_fd, path, IN_MODIFY | IN_DONT_FOLLOW);
+        return wd < 0 ? negative_errno() : wd;
 }
 
 bool cgroup_gone(const Cgroup *cg) {

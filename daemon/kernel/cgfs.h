@@ -122,9 +122,20 @@ int cg_dir_write(int dirfd, const char *file, const char *data);
 /* Reads a single-value file ("123" or "max") below a cgroup directory fd. */
 int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret);
 
+/* file_dirty + file_writeback of memory.stat below a cgroup directory fd, in bytes. */
+int cg_dir_read_dirty(int dirfd, uint64_t *ret);
+
 /* Whether any process is in the cgroup or below it (cgroup.events "populated"):
  * 1 or 0, or a negative errno (-ENOENT: no such key or file, as on a fixture). */
 int cgroup_populated(Cgroup *cg);
+
+/*
+ * Adds a watch of the cgroup's cgroup.events to `inotify_fd`: the kernel
+ * signals each change of the file (populated, frozen) as IN_MODIFY, and
+ * IN_IGNORED once the cgroup is removed. Returns the watch descriptor, or a
+ * negative errno.
+ */
+int cgroup_watch_events(Cgroup *cg, int inotify_fd);
 
 /* Whether the cgroup was removed since it was opened. (One recreated under
  * the same path is another cgroup, with another id.) */

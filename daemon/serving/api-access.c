@@ -153,3 +153,9 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
                 return ambiguous(error, what, found, hit, other);
         return no_such_cgroup(m, error, what, path);
 }
+
+char *api_vtextf(const char *format, va_list ap) {
+        char *text;
+
+        return vasprintf(&text, format, ap) < 0 ? NULL : text;
+}

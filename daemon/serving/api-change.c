@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control API's methods that change something: policies (written by the
- * policy writer, answered when it is done), reload, one-shot actions handed
- * to the points (reclaim, writeback, with callers waiting for their events),
- * and releasing a cgroup from its throttles. Each checks the caller first; a
+ * policy writer, answered when it is done), reload, and releasing a cgroup
+ * from its throttles (one-shot actions are api-actions.c's). Each checks the caller first; a
  * refused caller changes nothing.
  */
 #include <errno.h>
@@ -22,21 +21,16 @@
 
 /* ---- policies ---- */
 
-static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata);
-
 /* A reply of one formatted string. */
 static int reply_text(sd_bus_message *msg, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static int reply_text(sd_bus_message *msg, const char *format, ...) {
         _cleanup_free_ char *text = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, format);
-        r = vasprintf(&text, format, ap);
+        text = api_vtextf(format, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return sd_bus_reply_method_return(msg, "s", text);
+        return text ? sd_bus_reply_method_return(msg, "s", text) : -ENOMEM;
 }
 
 /* What a policy job needs to answer and to record who asked. */
@@ -263,12 +257,6 @@ static void on_policy_dropped(PolicyJob *j) {
         policy_request_free(q);
 }
 
-static void waiter_free(BusWaiter *w) {
-        sd_bus_message_unref(w->msg);
-        free(w->action);
-        free(w->cgroup);
-}
-
 int api_changes_init(Api *s) {
         int r;
 
@@ -277,22 +265,12 @@ int api_changes_init(Api *s) {
         r = policy_writer_new(s->manager->event, on_policy_done, on_policy_dropped, s, &s->writer);
         if (r < 0)
                 return r;
-        r = sd_event_add_time_relative(s->manager->event, &s->wait_source, CLOCK_MONOTONIC, USEC_PER_SEC, 0,
-                                       on_wait_timer, s);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(s->wait_source, "control-waiters");
-        return sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
+        return api_actions_init(s);
 }
 
 void api_changes_done(Api *s) {
         s->writer = policy_writer_free(s->writer);
-        while (s->n_waiters > 0) {
-                BusWaiter *w = &s->waiters[--s->n_waiters];
-                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_FAILED, "the daemon is stopping");
-                waiter_free(w);
-        }
-        s->wait_source = sd_event_source_disable_unref(s->wait_source);
+        api_actions_done(s);
 }
 
 /* The diagnostics of a refused configuration, in one text for the caller. */
@@ -323,149 +301,6 @@ int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_CONFIGURATION,
                                          "%s\nThe configuration has errors; the running one stays in force", text);
         return sd_bus_reply_method_return(msg, NULL);
-}
-
-/* ---- acting on request ---- */
-
-static int act_error(sd_bus_error *error, int r, const char *what, const CgEntry *e) {
-        _cleanup_free_ char *path = name_escape(e->cg->path);
-
-        if (!path)
-                return -ENOMEM;
-        if (r == -EPERM)
-                return sd_bus_error_setf(error, BUS_ERROR_REFUSED, "mdreclaimd does not %s %s: it never acts on "
-                                         "its own cgroup or init.scope", what, path);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "The worker's queue is full; %s %s later", what,
-                                         path);
-        return sd_bus_error_setf(error, BUS_ERROR_FAILED, "Cannot %s %s: %s", what, path, strerror(-r));
-}
-
-/* Authorized and resolved; then handed to the point that owns the action. */
-static int act_prepare(sd_bus_message *msg, BusConnection *c, const char *what, CgEntry **ret, sd_bus_error *error) {
-        const char *target;
-        int k;
-
-        k = api_check_admin(c, what, error);
-        if (k < 0)
-                return k;
-        k = sd_bus_message_read(msg, "s", &target);
-        if (k < 0)
-                return k;
-        return api_resolve(api_of(c)->manager, target, ret, error);
-}
-
-int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        BusConnection *c = userdata;
-        Manager *m = api_of(c)->manager;
-        PointContext ctx = manager_context(m);
-        char reason[64];
-        uint64_t bytes;
-        _cleanup_free_ char *name = NULL;
-        int cache_only, k;
-        CgEntry *e;
-
-        k = act_prepare(msg, c, "reclaiming memory", &e, error);
-        if (k < 0)
-                return k;
-        name = name_escape(e->cg->path);
-        if (!name)
-                return -ENOMEM;
-        k = sd_bus_message_read(msg, "tb", &bytes, &cache_only);
-        if (k < 0)
-                return k;
-        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
-        k = alloc_runner_reclaim(&m->alloc_runner, &ctx, e, bytes ? bytes : UINT64_MAX, cache_only, reason);
-        if (k < 0)
-                return act_error(error, k, "reclaim memory of", e);
-        return reply_text(msg, "Reclaim from %s queued (%s%s); its result comes as a "
-                                           "'reclaim' event", name, bytes ? "a set size" : "all reclaimable",
-                                           cache_only ? ", cache only" : "");
-}
-
-static int waiter_add(Api *s, sd_bus_message *msg, const char *action, const char *cgroup) {
-        BusWaiter *w;
-        uint64_t now = 0;
-
-        if (s->n_waiters >= BUS_WAITERS_MAX)
-                return -EBUSY;
-        now = manager_now_usec(s->manager);
-        w = &s->waiters[s->n_waiters];
-        *w = (BusWaiter) { .action = strdup(action), .cgroup = strdup(cgroup), .deadline_usec = now + BUS_WAIT_USEC };
-        if (!w->action || !w->cgroup) {
-                free(w->action);
-                free(w->cgroup);
-                return -ENOMEM;
-        }
-        w->msg = sd_bus_message_ref(msg);
-        s->n_waiters++;
-        return sd_event_source_set_enabled(s->wait_source, SD_EVENT_ON);
-}
-
-/* Answers waiter i (an event's message, or NULL: its deadline passed) and drops it. */
-static void waiter_answer(Api *s, size_t i, const char *message) {
-        BusWaiter *w = &s->waiters[i];
-
-        if (message)
-                (void) sd_bus_reply_method_return(w->msg, "s", message);
-        else
-                (void) sd_bus_reply_method_errorf(w->msg, BUS_ERROR_TIMEOUT, "No %s of %s finished within %llus; "
-                                                  "it may still run (mdctl events shows when it does)", w->action,
-                                                  w->cgroup, (unsigned long long) (BUS_WAIT_USEC / USEC_PER_SEC));
-        waiter_free(w);
-        s->waiters[i] = s->waiters[--s->n_waiters];
-        if (s->n_waiters == 0)
-                (void) sd_event_source_set_enabled(s->wait_source, SD_EVENT_OFF);
-}
-
-void api_changes_on_event(Api *s, const Event *e) {
-        for (size_t i = s->n_waiters; i > 0; i--)
-                if (streq(s->waiters[i - 1].action, e->action) && streq(s->waiters[i - 1].cgroup, e->cgroup))
-                        waiter_answer(s, i - 1, e->message);
-}
-
-static int on_wait_timer(sd_event_source *src, uint64_t usec, void *userdata) {
-        Api *s = userdata;
-
-        for (size_t i = s->n_waiters; i > 0; i--)
-                if (s->waiters[i - 1].deadline_usec <= usec)
-                        waiter_answer(s, i - 1, NULL);
-        if (s->n_waiters > 0)
-                (void) sd_event_source_set_time(src, usec + USEC_PER_SEC);
-        return 0;
-}
-
-int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        BusConnection *c = userdata;
-        Manager *m = api_of(c)->manager;
-        PointContext ctx = manager_context(m);
-        char reason[64];
-        _cleanup_free_ char *name = NULL;
-        int wait, k;
-        CgEntry *e;
-
-        k = act_prepare(msg, c, "starting writeback", &e, error);
-        if (k < 0)
-                return k;
-        name = name_escape(e->cg->path);
-        if (!name)
-                return -ENOMEM;
-        k = sd_bus_message_read(msg, "b", &wait);
-        if (k < 0)
-                return k;
-        if (wait && api_of(c)->n_waiters >= BUS_WAITERS_MAX)
-                return sd_bus_error_setf(error, BUS_ERROR_BUSY, "%d callers wait already; try again later",
-                                         BUS_WAITERS_MAX);
-        snprintf(reason, sizeof(reason), "asked by uid %u", (unsigned) c->creds.uid);
-        k = write_runner_writeback(&ctx, e, reason);
-        if (k < 0)
-                return act_error(error, k, "write back", e);
-        if (!wait)
-                return reply_text(msg, "Writeback of %s queued; its result comes as a "
-                                                   "'writeback' event", name);
-        /* The event names it escaped, as the ring keeps it. */
-        k = waiter_add(api_of(c), msg, "writeback", name);
-        return k < 0 ? k : 1;
 }
 
 /* "10min", "90s", "2h": how long a release lasts, for its answer. */

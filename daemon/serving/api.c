@@ -57,10 +57,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Reclaim", "stb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(bytes)
-                                 SD_BUS_PARAM(cache_only), "s", SD_BUS_PARAM(result), method_reclaim,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
+                                 SD_BUS_PARAM(cache_only), "st", SD_BUS_PARAM(result) SD_BUS_PARAM(id),
+                                 method_reclaim, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Writeback", "sb", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(wait),
-                                 "s", SD_BUS_PARAM(result), method_writeback, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "st", SD_BUS_PARAM(result) SD_BUS_PARAM(id), method_writeback,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetAction", "t", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(action),
+                                 method_get_action, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Release", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(usec),
                                  "s", SD_BUS_PARAM(result), method_release, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissssa{sv}",
@@ -68,6 +71,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)
                                  SD_BUS_PARAM(message) SD_BUS_PARAM(fields), 0),
         SD_BUS_SIGNAL("ThrottlesChanged", "", 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ActionFinished", "tssa{sv}",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(kind) SD_BUS_PARAM(state) SD_BUS_PARAM(action), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -135,11 +140,10 @@ static int throttles_signal_init(Api *a) {
         return 0;
 }
 
-/* Every event the daemon records: the callers waiting for it, then every subscriber. */
+/* Every event the daemon records: to every subscriber. */
 static void on_event(const Event *e, void *userdata) {
         Api *a = userdata;
 
-        api_changes_on_event(a, e);
         transport_broadcast(a->transport, send_event, e);
 }
 

@@ -6,10 +6,12 @@
  * a refused caller changes nothing. Split by what it does: api.c (the
  * vtable, the Event and ThrottlesChanged signals and their fan-out),
  * api-access.c (the caller's rights, error names, naming a cgroup),
- * api-read.c (read methods), api-history.c (the sample history), api-change.c (methods that change something).
+ * api-read.c (read methods), api-history.c (the sample history), api-change.c (methods that change
+ * something), api-actions.c (one-shot actions: Reclaim, Writeback, GetAction, ActionFinished).
  */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,15 +40,16 @@
 /* How long Release() holds a cgroup unthrottled when no time is given, and at the most. */
 #define BUS_RELEASE_DEFAULT_USEC (10 * 60 * USEC_PER_SEC)
 #define BUS_RELEASE_MAX_USEC (7 * 24 * 3600 * USEC_PER_SEC)
+#define BUS_ERROR_NO_SUCH_ACTION "org.mdreclaim.Error.NoSuchAction"
+
 /* How long Writeback(wait=true) waits for the writeback to finish. */
 #define BUS_WAIT_USEC (60 * USEC_PER_SEC)
 #define BUS_WAITERS_MAX 16
 
-/* A caller waiting for an event (writeback --wait): answered when it comes, or at its deadline. */
+/* A caller of Writeback(wait=true): answered when its action finishes, or at its deadline. */
 typedef struct BusWaiter {
         sd_bus_message *msg;
-        char *action;
-        char *cgroup;
+        uint64_t action_id;
         uint64_t deadline_usec;         /* CLOCK_MONOTONIC */
 } BusWaiter;
 
@@ -95,6 +98,8 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
  */
 #define API_OUTCOME_PATHS_MAX 5
 int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *name);
+/* A formatted text on the heap (for an answer), or NULL: out of memory. */
+char *api_vtextf(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Cgroups watched (not found gone). */
 size_t api_cgroups_watched(const Observer *o);
 
@@ -120,11 +125,17 @@ int method_get_metrics(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-/* The policy writer and the waiters' timer. */
+/* The policy writer, and what api-actions.c needs. */
 int api_changes_init(Api *a);
 void api_changes_done(Api *a);
-/* Every event the daemon records: answers the callers waiting for it. */
-void api_changes_on_event(Api *a, const Event *e);
+
+/* api-actions.c: one-shot actions, their ids, results and the callers waiting for them */
+int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_get_action(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* An action as a{sv} (docs/control-api.md, GetAction). */
+int api_append_action(sd_bus_message *r, const Action *a);
+/* The waiters' timer, and ActionFinished for every action that finishes. */
+int api_actions_init(Api *a);
+void api_actions_done(Api *a);

@@ -196,6 +196,29 @@ static void test_allocation_throttle(void **s) {
         assert_null(find(AP_SET_HIGH, 2));
 }
 
+/* Decided while observing, under pressure that lasts: written at the first tick the policy enforces. */
+static void test_enforce_applies_the_observed_throttle(void **s) {
+        const ApAction *a;
+
+        hog.allocation_throttle = true;
+        hog.mode = POLICY_MODE_OBSERVE;
+        cg[1].growth_rate = 50 * MIB;
+        st.host_stall_ppm = 300000;
+        decide(1 * SEC);
+        assert_true(must(AP_SET_HIGH, 2)->observe);
+        decide(2 * SEC);
+        assert_null(find(AP_SET_HIGH, 2));     /* held, as observed */
+        hog.mode = POLICY_MODE_ENFORCE;
+        decide(3 * SEC);
+        a = must(AP_SET_HIGH, 2);
+        assert_false(a->observe);
+        assert_int_equal(a->value, 500 * MIB);
+        assert_non_null(strstr(a->reason, "its policy enforces now"));
+        assert_non_null(strstr(a->lifts_when, "ThrottleHoldTime"));
+        decide(4 * SEC);
+        assert_null(find(AP_SET_HIGH, 2));     /* once */
+}
+
 static void test_exempt_and_observe(void **s) {
         cg[0].exempt = true;
         decide(1 * SEC);
@@ -216,6 +239,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_metadata_cache_max, setup),
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
+                cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),
                 cmocka_unit_test_setup(test_exempt_and_observe, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -291,6 +291,48 @@ static void test_observe_mode_is_marked(void **s) {
         assert_true(must(WP_SET_CAP, 2)->observe);
 }
 
+/* Observe, then enforce: what was decided while observing is written at the next tick, not at the next step
+ * down, nor never if the stall ends before one. */
+static void test_enforce_applies_what_was_observed(void **s) {
+        const WpAction *a;
+
+        writer_policy.mode = POLICY_MODE_OBSERVE;
+        writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 64 * MIB };
+        cg[1].dirty = 80 * MIB;
+        cg[0].io_stall_ppm = 500000;
+        decide(1 * SEC);
+        assert_true(must(WP_SET_CAP, 2)->observe);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_true(must(WP_SET_BUDGET, 2)->observe);
+        /* Still observing: nothing asked again. */
+        cg[0].io_stall_ppm = 0;
+        decide(1 * SEC + 100000);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(WP_SET_BUDGET, 2));
+
+        writer_policy.mode = POLICY_MODE_ENFORCE;
+        decide(1 * SEC + 200000);
+        a = must(WP_SET_CAP, 2);
+        assert_false(a->observe);
+        assert_int_equal(a->value, 12 * MIB);
+        assert_true(a->previous == UINT64_MAX);
+        assert_int_equal(a->protected_id, 1);
+        assert_non_null(strstr(a->reason, "its policy enforces now"));
+        assert_non_null(strstr(a->lifts_when, "CapHoldTime"));
+        a = must(WP_SET_BUDGET, 2);
+        assert_false(a->observe);
+        assert_int_equal(a->value, state.budgets[0].high);
+        assert_non_null(strstr(a->lifts_when, "with its io.max cap"));
+        /* Once: the next tick asks for nothing more. */
+        decide(1 * SEC + 300000);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(WP_SET_BUDGET, 2));
+        /* A failed write is forgotten, and decided afresh. */
+        write_point_forget(&state, &(WpAction) { .kind = WP_SET_CAP, .cgroup_id = 2, .major = 8, .minor = 0,
+                                                 .previous = UINT64_MAX });
+        assert_int_equal(state.n_caps, 0);
+}
+
 static void test_gone_writer_is_lifted(void **s) {
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
@@ -628,6 +670,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_creep_up_then_lift_after_hold, setup),
                 cmocka_unit_test_setup(test_never_cap_relatives_protected_or_higher_priority, setup),
                 cmocka_unit_test_setup(test_observe_mode_is_marked, setup),
+                cmocka_unit_test_setup(test_enforce_applies_what_was_observed, setup),
                 cmocka_unit_test_setup(test_gone_writer_is_lifted, setup),
                 cmocka_unit_test_setup(test_dirty_budget_with_hysteresis, setup),
                 cmocka_unit_test_setup(test_percentages_never_under_the_minimums, setup),
