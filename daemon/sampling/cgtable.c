@@ -14,6 +14,7 @@ typedef struct Refresh {
         const CgRoot *root;
         CgEntry *added;         /* opened during this walk, merged at its end */
         size_t n_added;
+        size_t n_alloc;         /* room in `added`: it grows by half again, not one by one */
         size_t out_of_fds;      /* cgroups that could not be opened for lack of descriptors */
 } Refresh;
 
@@ -64,12 +65,17 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
         }
         /* Held open only while it is sampled every tick (observer.h). */
         cgroup_detach(cg);
-        n = realloc(rf->added, (rf->n_added + 1) * sizeof(CgEntry));
-        if (!n) {
-                cgroup_free(cg);
-                return -ENOMEM;
+        if (rf->n_added == rf->n_alloc) {
+                size_t want = MAX(rf->n_alloc + rf->n_alloc / 2, (size_t) 64);
+
+                n = reallocarray(rf->added, want, sizeof(CgEntry));
+                if (!n) {
+                        cgroup_free(cg);
+                        return -ENOMEM;
+                }
+                rf->added = n;
+                rf->n_alloc = want;
         }
-        rf->added = n;
         rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path) };
         return 0;
 }
@@ -95,9 +101,12 @@ static int refresh_merge(Refresh *rf) {
                 /* The first scan (or everything replaced): the new entries become
                  * the table as they are, never copied, so that the peak is one table. */
                 free(t->entries);
-                t->entries = TAKE_PTR(rf->added);
+                /* Its spare room given back; should the shrink fail, the larger block serves as well. */
+                n = realloc(rf->added, rf->n_added * sizeof(CgEntry));
+                t->entries = n ?: rf->added;
+                rf->added = NULL;
                 t->n = t->added = rf->n_added;
-                rf->n_added = 0;
+                rf->n_added = rf->n_alloc = 0;
                 qsort(t->entries, t->n, sizeof(CgEntry), entry_cmp);
                 return 0;
         }
