@@ -23,20 +23,24 @@ static int entry_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+size_t cgtable_lower_bound(const CgTable *t, uint64_t id) {
         size_t lo = 0, hi = t->n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                uint64_t v = t->entries[mid].cg->id;
-                if (v == id)
-                        return &t->entries[mid];
-                if (v < id)
+
+                if (t->entries[mid].cg->id < id)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return NULL;
+        return lo;
+}
+
+CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+        size_t i = cgtable_lower_bound(t, id);
+
+        return i < t->n && t->entries[i].cg->id == id ? &t->entries[i] : NULL;
 }
 
 static int refresh_one(const char *path, uint64_t id, void *userdata) {

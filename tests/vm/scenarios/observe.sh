@@ -221,6 +221,18 @@ print(f"       daemon's own times, {len(wake)} pairs (ms after the probe's wake-
       f"handler began {s(start)}; handler ran for {s(run)}")
 EOF
 fi
+# A daemon that times its ticks (debug: "Tick N: S slices, the longest Aus"):
+# how long one stretch of its own sampling kept the loop from a wake-up.
+grep -o "Tick [0-9]*: [0-9]* slices, the longest [0-9]*us" "$log" | awk '{ sub(/us$/, "", $7); print $3, $7 }' > /tmp/ticks
+if [ -s /tmp/ticks ]; then
+    python3 - /tmp/ticks <<'EOF'
+import sys
+t = [tuple(map(int, l.split()[:2])) for l in open(sys.argv[1]) if l.strip()]
+sl = sorted(x[0] for x in t); lo = sorted(x[1] / 1000 for x in t)
+print(f"       the daemon's ticks, {len(t)}: slices per tick median {sl[len(sl) // 2]}, max {sl[-1]}; "
+      f"longest slice of a tick (ms) median {lo[len(lo) // 2]:.2f}, max {lo[-1]:.2f}")
+EOF
+fi
 note "first event: the daemon's came ${first} ms after the probe's"
 note "first event of each burst, $bpairs bursts (ms): min $bmin, median $bmed, max $bmax"
 note "all $pairs paired events, bursts or not (ms): min $lmin, median $lmed, max $lmax"
