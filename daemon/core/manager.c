@@ -558,10 +558,9 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         m->args = *args;
         m->config = TAKE_PTR(c);
         write_runner_init(&m->write_runner);
-        m->events = malloc(sizeof(EventLog));
+        m->events = event_log_new();
         if (!m->events)
                 return -ENOMEM;
-        event_log_init(m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
                 return r;
