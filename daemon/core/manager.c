@@ -225,12 +225,18 @@ int manager_rescan(Manager *m) {
         m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
         m->observer->cold_every = (unsigned) MAX(m->config->daemon.cold_interval_usec / m->config->daemon.interval_usec,
                                                  UINT64_C(1));
-        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
-                CgEntry *e = &m->observer->cgroups.entries[i];
-                manager_attach_policy(m, e);
-                with_policy += e->policy != NULL;
+        /* The cgroups and the policies change only with a walk or a reload: not every rescan matches
+         * every cgroup against every policy again. */
+        if (m->policies_walks != m->observer->walks || m->policies_generation != m->config_generation) {
+                for (size_t i = 0; i < m->observer->cgroups.n; i++) {
+                        CgEntry *e = &m->observer->cgroups.entries[i];
+                        manager_attach_policy(m, e);
+                        with_policy += e->policy != NULL;
+                }
+                m->n_with_policy = with_policy;
+                m->policies_walks = m->observer->walks;
+                m->policies_generation = m->config_generation;
         }
-        m->n_with_policy = with_policy;
         manager_throttles_follow_policies(m);
         trigger_set_reconcile(&m->triggers, m->observer, m->config);
         manager_notify_status(m);
@@ -302,13 +308,15 @@ static void manager_save_history(Manager *m, uint64_t now) {
         m->history_save_error = MIN(r, 0);
 }
 
-int manager_tick(Manager *m) {
+/* What follows a whole pass: throttles verified, both points run, the history recorded. */
+static void manager_tick_finish(Manager *m) {
         uint64_t now = manager_now_usec(m);
         PointContext ctx = manager_context(m);
-        int r = observer_sample(m->observer, now);
+        int r;
 
+        r = sd_event_source_set_enabled(m->slice_source, SD_EVENT_OFF);
         if (r < 0)
-                return r;
+                log_debug_errno(r, "Cannot stop the tick's slices: %m");
         m->ticks++;
         if (m->observer->out_of_fds > 0 && m->observer->out_of_fds != m->out_of_fds_logged)
                 log_warning("Out of file descriptors: %zu cgroups could not be sampled this tick; "
@@ -326,6 +334,48 @@ int manager_tick(Manager *m) {
         if (m->config->daemon.history_save_interval_usec > 0 &&
             now - m->history_saved_usec >= m->config->daemon.history_save_interval_usec)
                 manager_save_history(m, now);
+}
+
+int manager_tick(Manager *m) {
+        int r = observer_pass_step(m->observer, manager_now_usec(m), SIZE_MAX, UINT64_MAX);
+
+        if (r < 0)
+                return r;
+        manager_tick_finish(m);
+        return 0;
+}
+
+/* How long the loop was kept by the slices of a tick, for the benchmarks (debug). */
+static void manager_time_slice(Manager *m, uint64_t began, bool last) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (m->observer->pass_steps <= 1) {
+                m->pass_began_usec = began;
+                m->slice_longest_usec = 0;
+        }
+        m->slice_longest_usec = MAX(m->slice_longest_usec, now - began);
+        if (last)
+                log_debug("Tick %" PRIu64 ": %u slices, the longest %" PRIu64 "us (the last one runs the points "
+                          "too), %" PRIu64 "us from the first to the end", m->ticks, m->observer->pass_steps,
+                          m->slice_longest_usec, now - m->pass_began_usec);
+}
+
+int manager_tick_slice(Manager *m) {
+        uint64_t began = now_usec(CLOCK_MONOTONIC);
+        int r = observer_pass_step(m->observer, manager_now_usec(m), MANAGER_SLICE_CGROUPS, MANAGER_SLICE_USEC);
+
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                manager_tick_finish(m);
+                manager_time_slice(m, began, true);
+                return 0;
+        }
+        manager_time_slice(m, began, false);
+        /* The rest from the slice source; should it fail to start, the next tick goes on with the pass. */
+        r = sd_event_source_set_enabled(m->slice_source, SD_EVENT_ON);
+        if (r < 0)
+                log_warning_errno(r, "Cannot schedule the rest of a tick: %m");
         return 0;
 }
 
@@ -339,7 +389,8 @@ static int rearm(sd_event_source *s, uint64_t usec, uint64_t interval) {
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
-        if (manager_tick(m) == -ENOMEM) {
+        /* A pass still open when the next tick is due goes on: a slow pass makes ticks late, not piled up. */
+        if (manager_tick_slice(m) == -ENOMEM) {
                 log_error("Out of memory during a tick, stopping");
                 return sd_event_exit(m->event, 1);
         }
@@ -354,6 +405,16 @@ static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
                 return sd_event_exit(m->event, 1);
         }
         return rearm(s, usec, m->config->daemon.rescan_interval_usec);
+}
+
+static int on_slice(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_tick_slice(m) == -ENOMEM) {
+                log_error("Out of memory during a tick, stopping");
+                return sd_event_exit(m->event, 1);
+        }
+        return 0;
 }
 
 static void log_refused(const ConfDiag *diag, int r) {
@@ -379,6 +440,7 @@ static void swap_config(Manager *m, Config *c) {
         trigger_set_forget_failed(&m->triggers);
         config_free(m->config);
         m->config = c;
+        m->config_generation++;
         manager_apply_log_level(&m->args, m->config);
         log_info("Configuration reloaded: %zu files, %zu policies", m->config->n_files, m->config->n_policies);
 }
@@ -443,6 +505,14 @@ static int add_sources(Manager *m) {
         r = add_timer(m, &m->rescan_source, m->config->daemon.rescan_interval_usec, on_rescan, "rescan");
         if (r < 0)
                 return r;
+        r = sd_event_add_defer(m->event, &m->slice_source, on_slice, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->slice_source, MANAGER_SLICE_PRIORITY);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->slice_source, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the tick's slice source: %m");
+        (void) sd_event_source_set_description(m->slice_source, "tick-slice");
         /* Sends WATCHDOG=1 at half of WatchdogSec= when the service manager asks. */
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -491,10 +561,9 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         m->config = TAKE_PTR(c);
         write_runner_init(&m->write_runner);
         action_log_init(&m->actions);
-        m->events = malloc(sizeof(EventLog));
+        m->events = event_log_new();
         if (!m->events)
                 return -ENOMEM;
-        event_log_init(m->events);
         r = observer_new(cgroup_root, args->proc_root ?: "/proc", args->sys_root ?: "/sys", &m->observer);
         if (r < 0)
                 return r;
@@ -546,6 +615,7 @@ Manager *manager_free(Manager *m) {
         trigger_set_clear(&m->triggers);
         actuator_free(m->actuator);
         sd_event_source_disable_unref(m->tick_source);
+        sd_event_source_disable_unref(m->slice_source);
         sd_event_source_disable_unref(m->rescan_source);
         for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
                 sd_event_source_disable_unref(m->signal_sources[i]);

@@ -30,9 +30,20 @@ typedef struct ManagerArgs {
         int log_level;                  /* -1: from the config */
 } ManagerArgs;
 
+/*
+ * A tick samples its cgroups in slices of at most this many sampled cgroups
+ * or this long, whichever ends first; the slices after the first run from a
+ * source below the PSI triggers' priority (and the control API's), so that a
+ * wake-up waits for one slice at most, not for a whole tick.
+ */
+#define MANAGER_SLICE_CGROUPS 64
+#define MANAGER_SLICE_USEC (2 * USEC_PER_MSEC)
+#define MANAGER_SLICE_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
+
 typedef struct Manager {
         sd_event *event;
         sd_event_source *tick_source;
+        sd_event_source *slice_source;  /* the rest of a tick's pass, a slice per dispatch; off between passes */
         sd_event_source *rescan_source;
         sd_event_source *signal_sources[3];
 
@@ -53,7 +64,12 @@ typedef struct Manager {
         void (*action_hook)(const Action *a, void *userdata);
         void *action_hook_userdata;
 
-        uint64_t ticks;
+        uint64_t ticks;                 /* ticks whose pass is done */
+        uint64_t slice_longest_usec;    /* the longest slice of the pass in progress (CLOCK_MONOTONIC) */
+        uint64_t pass_began_usec;       /* when it began */
+        uint64_t policies_walks;        /* the observer's walks when policies were last attached */
+        unsigned config_generation;     /* configurations put in force (a reload that took) */
+        unsigned policies_generation;   /* ... when policies were last attached; differs: attach again */
         uint64_t trigger_wakeups;
         size_t n_with_policy;
         size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
@@ -86,8 +102,16 @@ int manager_reload(Manager *m, ConfDiag *ret_diag);
 /* The rescan's work: find cgroups, attach policies, reconcile triggers. */
 int manager_rescan(Manager *m);
 
-/* The tick's work: sample everything, verify throttles, run both points. */
+/* The tick's work at once: sample everything (the rest of a pass in progress), verify throttles, run both points. */
 int manager_tick(Manager *m);
+
+/*
+ * The tick's work in slices, as the tick timer starts it: a pass begins (or
+ * one still open goes on) with one slice now, the slice source runs the rest
+ * between the loop's other sources, and the last slice finishes the tick as
+ * manager_tick() does. 0 or -ENOMEM.
+ */
+int manager_tick_slice(Manager *m);
 
 /* What the runners and the actuator get from the manager. */
 PointContext manager_context(Manager *m);

@@ -14,6 +14,7 @@ typedef struct Refresh {
         const CgRoot *root;
         CgEntry *added;         /* opened during this walk, merged at its end */
         size_t n_added;
+        size_t n_alloc;         /* room in `added`: it grows by half again, not one by one */
         size_t out_of_fds;      /* cgroups that could not be opened for lack of descriptors */
 } Refresh;
 
@@ -22,20 +23,24 @@ static int entry_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+size_t cgtable_lower_bound(const CgTable *t, uint64_t id) {
         size_t lo = 0, hi = t->n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                uint64_t v = t->entries[mid].cg->id;
-                if (v == id)
-                        return &t->entries[mid];
-                if (v < id)
+
+                if (t->entries[mid].cg->id < id)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return NULL;
+        return lo;
+}
+
+CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+        size_t i = cgtable_lower_bound(t, id);
+
+        return i < t->n && t->entries[i].cg->id == id ? &t->entries[i] : NULL;
 }
 
 static int refresh_one(const char *path, uint64_t id, void *userdata) {
@@ -66,12 +71,17 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
         }
         /* Held open only while it is sampled every tick (observer.h). */
         cgroup_detach(cg);
-        n = realloc(rf->added, (rf->n_added + 1) * sizeof(CgEntry));
-        if (!n) {
-                cgroup_free(cg);
-                return -ENOMEM;
+        if (rf->n_added == rf->n_alloc) {
+                size_t want = MAX(rf->n_alloc + rf->n_alloc / 2, (size_t) 64);
+
+                n = reallocarray(rf->added, want, sizeof(CgEntry));
+                if (!n) {
+                        cgroup_free(cg);
+                        return -ENOMEM;
+                }
+                rf->added = n;
+                rf->n_alloc = want;
         }
-        rf->added = n;
         rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path) };
         return 0;
 }
@@ -97,9 +107,12 @@ static int refresh_merge(Refresh *rf) {
                 /* The first scan (or everything replaced): the new entries become
                  * the table as they are, never copied, so that the peak is one table. */
                 free(t->entries);
-                t->entries = TAKE_PTR(rf->added);
+                /* Its spare room given back; should the shrink fail, the larger block serves as well. */
+                n = realloc(rf->added, rf->n_added * sizeof(CgEntry));
+                t->entries = n ?: rf->added;
+                rf->added = NULL;
                 t->n = t->added = rf->n_added;
-                rf->n_added = 0;
+                rf->n_added = rf->n_alloc = 0;
                 qsort(t->entries, t->n, sizeof(CgEntry), entry_cmp);
                 return 0;
         }

@@ -48,4 +48,6 @@ typedef struct CgTable {
 
 int cgtable_refresh(CgTable *t, const CgRoot *root);
 CgEntry *cgtable_find(CgTable *t, uint64_t id);
+/* The index of the first entry whose id is id or more (t->n if none). */
+size_t cgtable_lower_bound(const CgTable *t, uint64_t id);
 void cgtable_clear(CgTable *t);

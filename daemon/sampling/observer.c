@@ -217,38 +217,80 @@ void observer_sample_host(Observer *o, uint64_t now_usec) {
                                       &o->system_signals);
 }
 
-int observer_sample(Observer *o, uint64_t now_usec) {
-        size_t gone = 0;
-
+void observer_pass_begin(Observer *o, uint64_t now_usec) {
         observer_sample_host(o, now_usec);
         metadata_sample(o->host, &o->metadata);
         o->out_of_fds = 0;
-        for (size_t i = 0; i < o->cgroups.n; i++) {
-                CgEntry *e = &o->cgroups.entries[i];
-                int r = 0;
+        o->pass_open = true;
+        o->pass_next_id = 0;
+        o->pass_gone = 0;
+        o->pass_steps = 0;
+}
 
-                if (cold_turn(o, e)) {
-                        bool was = every_pass(o, e);
+/* Samples one cgroup if it is its turn; every device it writes to is followed for its completion rate. */
+static int pass_visit(Observer *o, CgEntry *e, uint64_t now_usec, bool *ret_sampled) {
+        int r = 0;
 
-                        r = observer_sample_entry(o, e, now_usec);
-                        if (r == -ENOMEM)
-                                return r;
-                        gone += r == -ENODEV;
-                        update_warmth(o, e);
-                        if (was)
-                                release(o, e);
-                }
-                /* Every device a cgroup writes to is followed for its completion rate. */
-                for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
-                        (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major,
-                                            e->samples[e->cur].io[d].minor);
+        *ret_sampled = cold_turn(o, e);
+        if (*ret_sampled) {
+                bool was = every_pass(o, e);
+
+                r = observer_sample_entry(o, e, now_usec);
+                if (r == -ENOMEM)
+                        return r;
+                o->pass_gone += r == -ENODEV;
+                update_warmth(o, e);
+                if (was)
+                        release(o, e);
         }
+        for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
+                (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major, e->samples[e->cur].io[d].minor);
+        return 0;
+}
+
+static void pass_end(Observer *o, uint64_t now_usec) {
         for (size_t i = 0; i < o->metadata.n; i++)
                 (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
         devstat_sample(o->host, &o->devices, now_usec);
-        o->gone_last_pass = gone;
+        o->gone_last_pass = o->pass_gone;
         o->passes++;
-        return 0;
+        o->pass_open = false;
+}
+
+/* Cgroups looked at (sampled or not) between two looks at the clock. */
+#define PASS_CLOCK_EVERY 256
+
+int observer_pass_step(Observer *o, uint64_t now, size_t max_cgroups, uint64_t max_usec) {
+        uint64_t began = max_usec == UINT64_MAX ? 0 : now_usec(CLOCK_MONOTONIC);
+        size_t sampled = 0, looked = 0;
+        bool look_at_clock = false;
+
+        if (!o->pass_open)
+                observer_pass_begin(o, now);
+        o->pass_steps++;
+        for (size_t i = cgtable_lower_bound(&o->cgroups, o->pass_next_id); i < o->cgroups.n; i++) {
+                CgEntry *e = &o->cgroups.entries[i];
+                bool did;
+
+                if (sampled >= max_cgroups)
+                        return 0;
+                if (look_at_clock && max_usec != UINT64_MAX && now_usec(CLOCK_MONOTONIC) - began >= max_usec)
+                        return 0;
+                if (pass_visit(o, e, now, &did) < 0)
+                        return -ENOMEM;
+                o->pass_next_id = e->cg->id + 1;
+                sampled += did;
+                looked++;
+                /* After each sample, and now and then while passing over cold cgroups not due. */
+                look_at_clock = did || looked % PASS_CLOCK_EVERY == 0;
+        }
+        pass_end(o, now);
+        return 1;
+}
+
+int observer_sample(Observer *o, uint64_t now_usec) {
+        observer_pass_begin(o, now_usec);
+        return observer_pass_step(o, now_usec, SIZE_MAX, UINT64_MAX) < 0 ? -ENOMEM : 0;
 }
 
 void observer_set_hot(Observer *o, CgEntry *e, bool hot) {

@@ -50,6 +50,12 @@ typedef struct Observer {
         size_t keep_max;                /* cgroups that may keep their files open (the fd budget) */
         size_t n_kept;                  /* ... and that do */
         bool gone_since_walk;           /* a cgroup was found removed: the next rescan walks */
+
+        /* The sample pass in progress, done in steps (observer_pass_begin, observer_pass_step). */
+        bool pass_open;
+        uint64_t pass_next_id;          /* the first cgroup id its next step looks at */
+        size_t pass_gone;               /* cgroups it found removed so far */
+        unsigned pass_steps;            /* steps it took so far (the last pass's, once it is done) */
 } Observer;
 
 /* Fds kept back from RLIMIT_NOFILE for all but cgroup files (control clients, worker, triggers, walks). */
@@ -79,8 +85,23 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec);
 /* Samples the host's files alone (a host PSI trigger fired) and derives its signals. */
 void observer_sample_host(Observer *o, uint64_t now_usec);
 
-/* Samples the host, every hot cgroup, and the cold cgroups whose turn it is. */
+/* Samples the host, every hot cgroup, and the cold cgroups whose turn it is: a whole pass at once. */
 int observer_sample(Observer *o, uint64_t now_usec);
+
+/*
+ * The same pass in steps, so that a caller can let other work run between
+ * them. The begin samples the host (a pass still open is given up: its
+ * cgroups sampled so far keep their samples). Each step samples at most
+ * max_cgroups cgroups, and stops early once max_usec of CLOCK_MONOTONIC have
+ * passed (after one cgroup at least). A step resumes at the cgroup id where
+ * the last one stopped, so that a rescan in between neither repeats nor skips
+ * a cgroup (one found by it below that id waits for the next pass). Returns 1
+ * when the pass is done (device figures sampled, the pass counted), 0 when
+ * cgroups remain, -ENOMEM (the pass stays open). A step with no pass open
+ * begins one.
+ */
+void observer_pass_begin(Observer *o, uint64_t now_usec);
+int observer_pass_step(Observer *o, uint64_t now, size_t max_cgroups, uint64_t max_usec);
 
 /* Moves a cgroup between the tiers; a cgroup that turns cold lets go of its fds. */
 void observer_set_hot(Observer *o, CgEntry *e, bool hot);

@@ -73,6 +73,8 @@ int psi_trigger_new(sd_event *event, int dirfd, const char *name, uint64_t cgrou
                 .handler = handler, .userdata = userdata,
         };
         r = sd_event_add_io(event, &t->source, fd, EPOLLPRI, on_trigger, t);
+        if (r >= 0)
+                r = sd_event_source_set_priority(t->source, PSI_TRIGGER_PRIORITY);
         if (r < 0) {
                 psi_trigger_free(t);
                 return r;

@@ -24,6 +24,10 @@ const char *psi_resource_to_string(PsiResource r);
 /* Without CAP_SYS_RESOURCE, 6.1 accepts only windows that are multiples of this. */
 #define PSI_WINDOW_UNPRIVILEGED_USEC UINT64_C(2000000)
 
+/* A trigger's source runs before any other of the loop's that is pending at the same time (the
+ * tick's slices, the control API): a wake-up is what the daemon must not keep waiting. */
+#define PSI_TRIGGER_PRIORITY SD_EVENT_PRIORITY_IMPORTANT
+
 typedef struct PsiTrigger PsiTrigger;
 
 /* Called when the trigger fires (dead == false) or its cgroup went away

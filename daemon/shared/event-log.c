@@ -4,15 +4,31 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "name-escape.h"
 #include "util.h"
 
-void event_log_init(EventLog *l) {
-        memset(l, 0, sizeof(*l));
+/* What an empty log holds besides zeroes. */
+static void event_log_start(EventLog *l) {
         l->next_seq = 1;
         l->failures = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 10);
+}
+
+void event_log_init(EventLog *l) {
+        memset(l, 0, sizeof(*l));
+        event_log_start(l);
+}
+
+EventLog *event_log_new(void) {
+        /* calloc's memory is zero already (a block this size is a fresh mapping, whose pages stay
+         * untouched, out of the RSS, until events fill them): not zeroed a second time. */
+        EventLog *l = calloc(1, sizeof(EventLog));
+
+        if (l)
+                event_log_start(l);
+        return l;
 }
 
 /* In the escaped form of names (the ring is what the control API sends), cut at a character's end. */

@@ -43,6 +43,8 @@ typedef struct EventLog {
 
 /* Zeroes the ring once (the caller's storage may be uninitialised). */
 void event_log_init(EventLog *l);
+/* A log on the heap, from calloc and not zeroed again; free() it. NULL: out of memory. */
+EventLog *event_log_new(void);
 
 /* Appends an event (strings may be NULL; cgroup, unit and message are kept in the escaped form of
  * names, name-escape.h, and cut at a character's end when too long; `fields`, NULL-terminated

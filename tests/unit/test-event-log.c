@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
@@ -32,6 +33,20 @@ static void test_ring(void **state) {
         assert_string_equal(event_log_get(&l, 11)->message, "event 11");
         assert_string_equal(event_log_get(&l, EVENT_LOG_SIZE + 10)->message, "event 522");
         assert_null(event_log_get(&l, EVENT_LOG_SIZE + 11));
+}
+
+/* One from the heap starts as one set up in place does. */
+static void test_new_starts_empty(void **state) {
+        EventLog *l = event_log_new();
+
+        assert_non_null(l);
+        assert_int_equal(l->next_seq, 1);
+        assert_int_equal(event_log_first(l), 1);
+        assert_null(event_log_get(l, 1));
+        assert_null(l->hook);
+        assert_int_equal(event_log_add(l, 5, 6, "pressure", "/a", NULL, "hello", NULL)->seq, 1);
+        assert_string_equal(event_log_get(l, 1)->message, "hello");
+        free(l);
 }
 
 static void test_long_strings_are_cut(void **state) {
@@ -93,6 +108,7 @@ static void test_fields(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ring),
+                cmocka_unit_test(test_new_starts_empty),
                 cmocka_unit_test(test_long_strings_are_cut),
                 cmocka_unit_test(test_names_are_escaped),
                 cmocka_unit_test(test_fields),

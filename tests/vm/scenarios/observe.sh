@@ -20,6 +20,15 @@
 # As "observe" (the VM suite) the hog runs about 12 s; as "bench-observe" (the
 # same script) it runs 60 s, for more samples of the latency:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest bench-observe
+#
+# MDR_OBS_CGROUPS="N [M ...]" (increasing) runs it beside many cgroups (issue
+# 18): N empty cgroups below /mdr-many, of which the first 100 (or all, if
+# fewer) are under a policy in observe mode that arms no trigger, so they are
+# governed (sampled every tick from kept files) and the rest are sampled now
+# and then. For every count but the last the daemon is started, measured once
+# its first ticks are done (fds, PSS, the kernel memory charged to its own
+# cgroup) and stopped; the scenario then runs at the last count, measured the
+# same way. Give the guest memory for them (--mem 4096 at 10,000).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 MDCTL=${MDCTL:-$(dirname "$MDRECLAIMD")/../cli/mdctl}
@@ -64,11 +73,57 @@ printf '[Policy]\nMatch=/mdr-hog\nMode=observe\nPressureTarget=10%%\n' \
 printf '[Policy]\nMatch=/mdr-victim\nMode=observe\nProtect=yes\n' \
     > "$conf/etc/mdreclaim/policies.d/victim.conf"
 
+# The daemon runs in a cgroup of its own, so that the kernel memory its open
+# files hold is charged there and can be read.
+dcg=$(new_cgroup mdr-daemon) || fatal "cannot create the daemon's cgroup"
+start_daemon() {
+    (echo "$BASHPID" > "$dcg/cgroup.procs" && exec "$MDRECLAIMD" --cgroup-root /sys/fs/cgroup \
+        --config-root "$conf" --state-dir "$state" --control-socket "$sock" --log-level debug 2> "$log") &
+    daemon=$!
+}
+# After its first ticks (a cold interval covers every cgroup once): fds, PSS,
+# and the unreclaimable slab charged to its cgroup.
+measure_daemon() {
+    local fds pss slab ticks
+    sleep "${MDR_OBS_SETTLE:-40}"
+    fds=$(ls "/proc/$daemon/fd" | wc -l)
+    pss=$(awk '$1 == "Pss:" { print $2 }' "/proc/$daemon/smaps_rollup")
+    slab=$(memstat "$dcg" slab_unreclaimable)
+    ticks=$(cpu_ticks "$daemon")
+    note "resources at $1 cgroups (+$(( $(find /sys/fs/cgroup -mindepth 1 -type d | wc -l) - $1 )) others), "\
+"${MDR_OBS_SETTLE:-40} s after start: $fds fds, PSS ${pss} KiB, slab_unreclaimable of its cgroup" \
+        "$(( slab / 1024 )) KiB, CPU since start $ticks ticks of $(getconf CLK_TCK)/s"
+    echo "resources: cgroups $1 fds $fds pss_kib $pss slab_kib $(( slab / 1024 ))"
+}
+many=/sys/fs/cgroup/mdr-many
+# make_many N: grows /mdr-many to N cgroups (the first 100 in gov/, governed).
+make_many() {
+    local i n_gov=$(( $1 < 100 ? $1 : 100 ))
+    if [ ! -d "$many" ]; then
+        mkdir "$many" "$many/gov" && echo "+memory +io" > "$many/cgroup.subtree_control" &&
+            echo "+memory +io" > "$many/gov/cgroup.subtree_control" || fatal "cannot create $many"
+        printf '[Policy]\nMatch=/mdr-many/gov/*\nMode=observe\n' > "$conf/etc/mdreclaim/policies.d/many.conf"
+    fi
+    for ((i = 0; i < n_gov; i++)); do [ -d "$many/gov/g$i" ] || echo "$many/gov/g$i"; done | xargs -r mkdir
+    for ((i = n_gov; i < $1; i++)); do [ -d "$many/c$i" ] || echo "$many/c$i"; done | xargs -r mkdir
+    [ "$(find "$many" -mindepth 1 -type d | wc -l)" -ge "$1" ] || fatal "cannot create $1 cgroups in $many"
+}
+n_many=
+for n in ${MDR_OBS_CGROUPS:-}; do
+    [ -n "$n_many" ] || echo "== beside many cgroups: ${MDR_OBS_CGROUPS}"
+    make_many "$n"
+    n_many=$n
+    [ "$n" = "${MDR_OBS_CGROUPS##* }" ] && break
+    start_daemon
+    wait_for 600 socket_up || fatal "the daemon's control socket did not answer at $n cgroups"
+    measure_daemon "$n"
+    kill -TERM "$daemon"
+    wait "$daemon"
+done
+
 echo "== the daemon, with a memory trigger on /mdr-hog and an io trigger on /mdr-victim"
-"$MDRECLAIMD" --cgroup-root /sys/fs/cgroup --config-root "$conf" --state-dir "$state" \
-    --control-socket "$sock" --log-level debug 2> "$log" &
-daemon=$!
-check "the control socket answers" wait_for 30 socket_up
+start_daemon
+check "the control socket answers" wait_for $(( 30 + ${n_many:-0} / 50 )) socket_up
 armed_hog() { grep -q "PSI trigger armed on /mdr-hog's memory.pressure" "$log"; }
 armed_victim() { grep -q "PSI trigger armed on /mdr-victim's io.pressure" "$log"; }
 check "a memory trigger is armed on /mdr-hog" wait_for 10 armed_hog
@@ -77,6 +132,7 @@ grep 'PSI trigger armed' "$log" | sed 's/^/       daemon: /'
 spec=$(sed -n "s|.*PSI trigger armed on /mdr-hog's memory.pressure: some \([0-9]*\)us per \([0-9]*\)us.*|some \1 \2|p" "$log" | tail -n 1)
 window_us=${spec##* }
 [ -n "$spec" ] || fatal "the daemon's trigger on /mdr-hog is not in its log"
+[ -z "$n_many" ] || measure_daemon "$n_many"
 n_before=$(triggers)
 check_cmp "status counts the host's two triggers and the two cgroups' (armed)" "${n_before:-0}" -eq 4
 
@@ -163,6 +219,18 @@ def s(d):
     return f"min {d[0]:.2f}, median {d[len(d) // 2]:.2f}, max {d[-1]:.2f}" if d else "-"
 print(f"       daemon's own times, {len(wake)} pairs (ms after the probe's wake-up): loop woke {s(wake)}; "
       f"handler began {s(start)}; handler ran for {s(run)}")
+EOF
+fi
+# A daemon that times its ticks (debug: "Tick N: S slices, the longest Aus"):
+# how long one stretch of its own sampling kept the loop from a wake-up.
+grep -o "Tick [0-9]*: [0-9]* slices, the longest [0-9]*us" "$log" | awk '{ sub(/us$/, "", $7); print $3, $7 }' > /tmp/ticks
+if [ -s /tmp/ticks ]; then
+    python3 - /tmp/ticks <<'EOF'
+import sys
+t = [tuple(map(int, l.split()[:2])) for l in open(sys.argv[1]) if l.strip()]
+sl = sorted(x[0] for x in t); lo = sorted(x[1] / 1000 for x in t)
+print(f"       the daemon's ticks, {len(t)}: slices per tick median {sl[len(sl) // 2]}, max {sl[-1]}; "
+      f"longest slice of a tick (ms) median {lo[len(lo) // 2]:.2f}, max {lo[-1]:.2f}")
 EOF
 fi
 note "first event: the daemon's came ${first} ms after the probe's"
