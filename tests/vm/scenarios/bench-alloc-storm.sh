@@ -16,16 +16,16 @@
 #    Cached (on btrfs the btree pages are page cache of the btree inode).
 # No check is asserted but that each run took place: the figures are the point.
 #   MDRECLAIMD=... tests/vm/vmtest --timeout 2400 bench-alloc-storm
-# Knobs: MDR_AS_FILES (storm size, 80000), MDR_AS_MAX_MIB (cap, 48),
-# MDR_AS_BY_FILES (bystander's tree, 10000), MDR_AS_ORDER (kd: kernel alone
+# Knobs: MDR_AP_STORM_FILES (storm size, 50000), MDR_AP_STORM_MAX_MIB (cap, 32),
+# MDR_AP_STORM_BY_FILES (bystander's tree, 10000), MDR_AP_STORM_ORDER (kd: kernel alone
 # first, dk: the daemon first).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
-files=${MDR_AS_FILES:-80000}
-cap_mib=${MDR_AS_MAX_MIB:-48}
-by_files=${MDR_AS_BY_FILES:-10000}
-order=${MDR_AS_ORDER:-kd}
+files=${MDR_AP_STORM_FILES:-50000}
+cap_mib=${MDR_AP_STORM_MAX_MIB:-32}
+by_files=${MDR_AP_STORM_BY_FILES:-10000}
+order=${MDR_AP_STORM_ORDER:-kd}
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
 log=/tmp/daemon.log
@@ -65,7 +65,7 @@ storm_run() {
     : > /tmp/walks
     rm -f /tmp/storm.done
     ( echo "$BASHPID" > "$by/cgroup.procs" || exit
-      while [ ! -e /tmp/storm.done ]; do walk "$mnt/by" >> /tmp/walks; done ) &
+      while [ ! -e /tmp/storm.done ]; do walk "$mnt/walk" >> /tmp/walks; done ) &
     local walker=$!
     t0=$(now)
     in_cgroup "$cg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/storm-$kind-$n" "$files" > /tmp/storm.out &
@@ -109,10 +109,10 @@ for fs in $MDR_FS; do
     mnt=/mnt/$fs
     echo "==== $fs"
     bcg=$(new_cgroup mdr-sby) || fatal "cannot create the bystander's cgroup"
-    in_cgroup "$bcg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/by" "$by_files" > /dev/null
+    in_cgroup "$bcg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/walk" "$by_files" > /dev/null
     walk_in() { in_cgroup "$bcg" bash /tmp/walk.sh "$1"; }
-    walk_in "$mnt/by" > /dev/null
-    note "$fs bystander walk alone: $(walk_in "$mnt/by") s, $(walk_in "$mnt/by") s, $(walk_in "$mnt/by") s ($by_files files)"
+    walk_in "$mnt/walk" > /dev/null
+    note "$fs bystander walk alone: $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s ($by_files files)"
     case $order in
     dk) kinds="daemon kernel" ;;
     *) kinds="kernel daemon" ;;
@@ -121,7 +121,7 @@ for fs in $MDR_FS; do
         run=$((run + 1))
         storm_run "$fs" "$kind" "$run"
     done
-    note "$fs bystander walk after: $(walk_in "$mnt/by") s"
+    note "$fs bystander walk after: $(walk_in "$mnt/walk") s"
     sync
     echo 2 > /proc/sys/vm/drop_caches
 done
