@@ -123,7 +123,8 @@ static uint64_t div_yield(uint64_t bytes, uint32_t yield) {
 /*
  * MetadataCacheMax=: nothing within the dead band around the cap; above it, a
  * request sized to bring slab back to the band's lower edge once multiplied by
- * what this cgroup's reclaims have been seen to free for what they asked. When
+ * what this cgroup's reclaims have been seen to free for what they asked (the
+ * yield; the first request, before any is learnt, is the smallest). When
  * the kernel frees more than the band for the least it works for, the band is
  * widened to half that batch (up to a tenth of the cap) so that the level still
  * swings about the cap rather than under it.
@@ -139,15 +140,16 @@ static void metadata_cap(ApPlan *p, const ApCgroup *c, ApCgroupState *cs) {
         half = MIN(half, max / 10);
         if (c->slab_reclaimable - max <= half)
                 return;
-        ask = div_yield(c->slab_reclaimable - (max - half), yield);
+        /* Not learnt yet: the least the kernel works for, to learn from (it has freed 7x a
+         * first request's whole excess on xfs in one go). */
+        ask = cs->slab_yield ? div_yield(c->slab_reclaimable - (max - half), yield) : AP_SLAB_ASK_MIN;
         ask = MIN(MAX(ask, AP_SLAB_ASK_MIN), c->policy->reclaim_step_max);
         ask = MIN(ask, alloc_point_room(c));
         if (ask < AP_SLAB_ASK_MIN)
                 return;
-        snprintf(why, sizeof(why),
-                 "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64 " by more than %" PRIu64
-                 "; reclaim here frees %u.%02ux what it is asked",
-                 c->slab_reclaimable, max, half, yield / AP_YIELD_ONE, yield % AP_YIELD_ONE * 100 / AP_YIELD_ONE);
+        snprintf(why, sizeof(why), "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64 " + %" PRIu64 "; yield %u.%02ux",
+                 c->slab_reclaimable, max, half, cs->slab_yield / AP_YIELD_ONE,
+                 cs->slab_yield % AP_YIELD_ONE * 100 / AP_YIELD_ONE);
         reclaim(p, c, cs, ask, why);
         cs->slab_inflight = true;
 }

@@ -143,11 +143,15 @@ static void test_metadata_cache_max(void **s) {
         cg[1].slab_reclaimable = 64 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE;
         decide(1 * SEC);
         assert_null(find(AP_RECLAIM, 2));
-        /* Over it: back to the band's lower edge, the yield unknown (taken as 1x). */
+        /* Over it, the yield not learnt yet: the smallest request, to learn from. */
         cg[1].slab_reclaimable = 70 * MIB;
         decide(2 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "MetadataCacheMax"));
+        /* It freed as much as asked: back to the band's lower edge. */
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 3 * SEC, SEC);
+        decide(4 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
 }
 
 /* Reports what the last request freed as `times` x what it asked, and returns the next request. */
@@ -168,7 +172,7 @@ static void test_slab_yield_learnt(void **s) {
         cg[1].slab_reclaimable = 80 * MIB;
         decide(1 * SEC);
         first = must(AP_RECLAIM, 2)->value;
-        assert_int_equal(first, excess);
+        assert_int_equal(first, AP_SLAB_ASK_MIN);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
         /* The kernel freed 21x what it was asked: the next request is a 21st. */
         next = slab_round(2, 2 * SEC, 21);
@@ -220,18 +224,19 @@ static void test_slab_yield_per_cgroup(void **s) {
         cold.reclaim_step_max = hog.reclaim_step_max = 64 * MIB;
         cg[0].slab_reclaimable = cg[1].slab_reclaimable = 80 * MIB;
         decide(1 * SEC);
-        a0 = must(AP_RECLAIM, 1)->value;
-        a1 = must(AP_RECLAIM, 2)->value;
-        assert_int_equal(a0, a1);
-        alloc_point_reclaim_done(&state, 1, a0, 20 * a0, 2 * SEC, SEC);
-        alloc_point_reclaim_done(&state, 2, a1, a1, 2 * SEC, SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        alloc_point_reclaim_done(&state, 1, AP_SLAB_ASK_MIN, 20 * AP_SLAB_ASK_MIN, 2 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 2 * SEC, SEC);
         decide(3 * SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 20 * AP_YIELD_ONE);
         assert_int_equal(alloc_point_slab_yield(&state, 2), AP_YIELD_ONE);
-        assert_in_range(must(AP_RECLAIM, 1)->value, a0 / 20 - 1, a0 / 20 + 1);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, a1);
+        a1 = must(AP_RECLAIM, 2)->value;
+        a0 = must(AP_RECLAIM, 1)->value;
+        assert_int_equal(a1, 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
+        assert_in_range(a0, a1 / 20 - 1, a1 / 20 + 1);
         /* A slab reclaim that freed nothing lowers it; a proactive one teaches it nothing. */
-        alloc_point_reclaim_done(&state, 1, a0 / 20, 0, 4 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, a0, 0, 4 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
         cold.metadata_cache_max = UINT64_MAX;
         cold.pressure_target_ppm = 1000;
