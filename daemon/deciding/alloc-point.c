@@ -115,19 +115,43 @@ static void proactive(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApS
         reclaim(p, c, cs, step, why);
 }
 
+/* bytes / yield, the yield in 1/AP_YIELD_ONE, without overflow. */
+static uint64_t div_yield(uint64_t bytes, uint32_t yield) {
+        return bytes / yield * AP_YIELD_ONE + bytes % yield * AP_YIELD_ONE / yield;
+}
+
+/*
+ * MetadataCacheMax=: nothing within the dead band around the cap; above it, a
+ * request sized to bring slab back to the band's lower edge once multiplied by
+ * what this cgroup's reclaims have been seen to free for what they asked (the
+ * yield; the first request, before any is learnt, is the smallest). When
+ * the kernel frees more than the band for the least it works for, the band is
+ * widened to half that batch (up to a tenth of the cap) so that the level still
+ * swings about the cap rather than under it.
+ */
 static void metadata_cap(ApPlan *p, const ApCgroup *c, ApCgroupState *cs) {
-        uint64_t max = c->policy->metadata_cache_max, step;
+        uint64_t max = c->policy->metadata_cache_max, half, ask;
+        uint32_t yield = MAX(cs->slab_yield, AP_YIELD_ONE);
         char why[160];
 
         if (max == UINT64_MAX || c->slab_reclaimable <= max || cs->inflight)
                 return;
-        step = MIN(c->slab_reclaimable - max, c->policy->reclaim_step_max);
-        step = MIN(step, alloc_point_room(c));
-        if (step == 0)
+        half = MAX(max / 1000 * AP_SLAB_BAND_PERMILLE, AP_SLAB_ASK_MIN / 2 * yield / AP_YIELD_ONE);
+        half = MIN(half, max / 10);
+        if (c->slab_reclaimable - max <= half)
                 return;
-        snprintf(why, sizeof(why), "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64,
-                 c->slab_reclaimable, max);
-        reclaim(p, c, cs, step, why);
+        /* Not learnt yet: the least the kernel works for, to learn from (it has freed 7x a
+         * first request's whole excess on xfs in one go). */
+        ask = cs->slab_yield ? div_yield(c->slab_reclaimable - (max - half), yield) : AP_SLAB_ASK_MIN;
+        ask = MIN(MAX(ask, AP_SLAB_ASK_MIN), c->policy->reclaim_step_max);
+        ask = MIN(ask, alloc_point_room(c));
+        if (ask < AP_SLAB_ASK_MIN)
+                return;
+        snprintf(why, sizeof(why), "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64 " + %" PRIu64 "; yield %u.%02ux",
+                 c->slab_reclaimable, max, half, cs->slab_yield / AP_YIELD_ONE,
+                 cs->slab_yield % AP_YIELD_ONE * 100 / AP_YIELD_ONE);
+        reclaim(p, c, cs, ask, why);
+        cs->slab_inflight = true;
 }
 
 static bool host_pressure(const ApSettings *st) {
@@ -282,6 +306,33 @@ void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint
         }
 }
 
+/*
+ * What a slab reclaim freed for what it asked, smoothed: an overshoot counts
+ * half at once (the next request shrinks at once), a shortfall a quarter (the
+ * request grows back slowly), so that it errs on the short side.
+ */
+static void learn_yield(ApCgroupState *cs, uint64_t asked, uint64_t freed) {
+        uint64_t sample = freed / asked >= AP_YIELD_MAX / AP_YIELD_ONE
+                                  ? AP_YIELD_MAX
+                                  : freed / asked * AP_YIELD_ONE + freed % asked * AP_YIELD_ONE / asked;
+        uint64_t y = cs->slab_yield;
+
+        if (y == 0)
+                y = sample;
+        else if (sample > y)
+                y = (y + sample) / 2;
+        else
+                y = (3 * y + sample) / 4;
+        cs->slab_yield = (uint32_t) MAX(y, 1u);
+}
+
+uint32_t alloc_point_slab_yield(const AllocPointState *s, uint64_t id) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->cg[i].id == id)
+                        return s->cg[i].slab_yield;
+        return 0;
+}
+
 void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, uint64_t freed, uint64_t now,
                               uint64_t tick) {
         ApCgroupState *cs = state_of(s, id, false);
@@ -290,6 +341,9 @@ void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, u
                 return;
         cs->inflight = false;
         cs->last_reclaim_usec = now;
+        if (cs->slab_inflight && asked > 0)
+                learn_yield(cs, asked, freed);
+        cs->slab_inflight = false;
         /* Got what it asked (EAGAIN happens even then): the loop may go on; otherwise wait. */
         if (freed * 2 >= asked && cs->backoff > 0)
                 cs->backoff--;
@@ -303,7 +357,7 @@ void alloc_point_forget(AllocPointState *s, const ApAction *a) {
         if (!cs)
                 return;
         if (a->kind == AP_RECLAIM)
-                cs->inflight = false;
+                cs->inflight = cs->slab_inflight = false;
         else if (a->kind == AP_SET_HIGH)
                 cs->throttle_high = 0;
 }

@@ -8,7 +8,10 @@
  *   a step sized by the distance to target, bounded by ReclaimStepMax= and by
  *   the reclaimable estimate above CacheFloor= and memory.min/low; at or over
  *   target, or when file refaults climb, it backs off, longer each time.
- * - MetadataCacheMax=: reclaimable slab above it is shrunk back.
+ * - MetadataCacheMax=: reclaimable slab more than a dead band above it is
+ *   shrunk back to the band's lower edge. memory.reclaim frees slab in
+ *   batches far larger than asked, so what it really frees for what it is
+ *   asked is learnt per cgroup and the request divided by it.
  * - Global pressure (host memory stall over its threshold, or MemAvailable
  *   under its floor): caches are shrunk lowest Priority= first, then most
  *   reclaimable, a bounded number per tick, until the pressure is gone.
@@ -29,6 +32,14 @@
 #define AP_GLOBAL_PER_TICK 2
 #define AP_BACKOFF_MAX 6
 #define AP_STEP_MIN (UINT64_C(1) << 20)
+/* The least memory.reclaim works for: each of its rounds asks the kernel's
+ * reclaim for at least SWAP_CLUSTER_MAX (32) pages, whatever was written. */
+#define AP_SLAB_ASK_MIN (UINT64_C(128) << 10)
+/* MetadataCacheMax= dead band, in 1/1000 of the cap, either side of it. */
+#define AP_SLAB_BAND_PERMILLE 50
+/* The learnt yield (freed / asked) in 1/256ths, and its bounds. */
+#define AP_YIELD_ONE 256u
+#define AP_YIELD_MAX (1024u * AP_YIELD_ONE)
 
 typedef struct ApCgroup {
         uint64_t id;
@@ -66,6 +77,8 @@ typedef struct ApCgroupState {
         uint64_t learned_floor;         /* reclaimable level under which reclaiming hurt; 0: none */
         uint64_t throttle_high;         /* memory.high asked for; 0: not throttled */
         bool throttle_observed;         /* decided while its policy only observed: not written */
+        bool slab_inflight;             /* the reclaim in flight is MetadataCacheMax='s */
+        uint32_t slab_yield;            /* learnt freed/asked of those, AP_YIELD_ONE = 1x; 0: none yet */
 } ApCgroupState;
 
 typedef struct AllocPointState {
@@ -103,6 +116,9 @@ void alloc_point_decide(const ApCgroup *cgroups, size_t n, const ApSettings *st,
 /* A reclaim finished: `freed` bytes (memory.current before - after). */
 void alloc_point_reclaim_done(AllocPointState *state, uint64_t cgroup_id, uint64_t asked, uint64_t freed,
                               uint64_t now_usec, uint64_t tick_usec);
+
+/* The yield learnt for a cgroup's slab reclaims (AP_YIELD_ONE = 1x; 0: none yet). */
+uint32_t alloc_point_slab_yield(const AllocPointState *state, uint64_t cgroup_id);
 
 /* An action could not be carried out. */
 void alloc_point_forget(AllocPointState *state, const ApAction *a);

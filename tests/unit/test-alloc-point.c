@@ -139,10 +139,111 @@ static void test_stall_after_reclaim_learns_a_floor(void **s) {
 
 static void test_metadata_cache_max(void **s) {
         hog.metadata_cache_max = 64 * MIB;
-        cg[1].slab_reclaimable = 70 * MIB;
+        /* Within the dead band (5 % of the cap): nothing. */
+        cg[1].slab_reclaimable = 64 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE;
         decide(1 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB);
+        assert_null(find(AP_RECLAIM, 2));
+        /* Over it, the yield not learnt yet: the smallest request, to learn from. */
+        cg[1].slab_reclaimable = 70 * MIB;
+        decide(2 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "MetadataCacheMax"));
+        /* It freed as much as asked: back to the band's lower edge. */
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 3 * SEC, SEC);
+        decide(4 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
+}
+
+/* Reports what the last request freed as `times` x what it asked, and returns the next request. */
+static uint64_t slab_round(uint64_t id, uint64_t now, double times) {
+        uint64_t asked = must(AP_RECLAIM, id)->value;
+
+        alloc_point_reclaim_done(&state, id, asked, (uint64_t) ((double) asked * times), now, SEC);
+        decide(now + SEC / 2);
+        return must(AP_RECLAIM, id)->value;
+}
+
+static void test_slab_yield_learnt(void **s) {
+        uint64_t first, next, excess = 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE;
+        uint32_t y;
+
+        hog.metadata_cache_max = 64 * MIB;
+        hog.reclaim_step_max = 64 * MIB;
+        cg[1].slab_reclaimable = 80 * MIB;
+        decide(1 * SEC);
+        first = must(AP_RECLAIM, 2)->value;
+        assert_int_equal(first, AP_SLAB_ASK_MIN);
+        assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
+        /* The kernel freed 21x what it was asked: the next request is a 21st. */
+        next = slab_round(2, 2 * SEC, 21);
+        assert_int_equal(alloc_point_slab_yield(&state, 2), 21 * AP_YIELD_ONE);
+        assert_in_range(next, excess / 21 - 1, excess / 21 + 1);
+        assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "21.00x"));
+        /* It then frees 4x: the yield comes down to it, slowly (short of the cap meanwhile). */
+        for (int i = 0; i < 16; i++)
+                next = slab_round(2, (3 + (uint64_t) i) * SEC, 4);
+        y = alloc_point_slab_yield(&state, 2);
+        assert_in_range(y, 4 * AP_YIELD_ONE * 9 / 10, 4 * AP_YIELD_ONE * 11 / 10);
+        assert_in_range(next, excess / 4 * 9 / 10, excess / 4);
+        /* An overshoot counts at once: half of it in one round, the request shrinks. */
+        next = slab_round(2, 30 * SEC, 40);
+        assert_true(alloc_point_slab_yield(&state, 2) >= 20 * AP_YIELD_ONE);
+        assert_true(next <= excess / 20);
+}
+
+static void test_slab_ask_never_under_kernel_minimum(void **s) {
+        uint64_t half = 64 * MIB / 10;
+
+        hog.metadata_cache_max = 64 * MIB;
+        hog.reclaim_step_max = 64 * MIB;
+        cg[1].slab_reclaimable = 80 * MIB;
+        decide(1 * SEC);
+        /* Huge batches whatever is asked: 1000x. */
+        (void) slab_round(2, 2 * SEC, 1000);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 1000 * AP_SLAB_ASK_MIN, 3 * SEC, SEC);
+        /* The band widens to half such a batch, at most a tenth of the cap: the level swings about the cap. */
+        cg[1].slab_reclaimable = 64 * MIB + half;
+        decide(4 * SEC);
+        assert_null(find(AP_RECLAIM, 2));
+        cg[1].slab_reclaimable = 64 * MIB + half + MIB;
+        decide(5 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        /* Nor when what is left to reclaim is under the minimum. */
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 0, 6 * SEC, SEC);
+        cg[1].reclaimable = AP_SLAB_ASK_MIN - 1;
+        decide(7 * SEC);
+        assert_null(find(AP_RECLAIM, 2));
+}
+
+static void test_slab_yield_per_cgroup(void **s) {
+        uint64_t a0, a1;
+
+        cold.pressure_target_ppm = 0;
+        cold.metadata_cache_max = hog.metadata_cache_max = 64 * MIB;
+        cold.reclaim_step_max = hog.reclaim_step_max = 64 * MIB;
+        cg[0].slab_reclaimable = cg[1].slab_reclaimable = 80 * MIB;
+        decide(1 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 1)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        alloc_point_reclaim_done(&state, 1, AP_SLAB_ASK_MIN, 20 * AP_SLAB_ASK_MIN, 2 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 2 * SEC, SEC);
+        decide(3 * SEC);
+        assert_int_equal(alloc_point_slab_yield(&state, 1), 20 * AP_YIELD_ONE);
+        assert_int_equal(alloc_point_slab_yield(&state, 2), AP_YIELD_ONE);
+        a1 = must(AP_RECLAIM, 2)->value;
+        a0 = must(AP_RECLAIM, 1)->value;
+        assert_int_equal(a1, 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
+        assert_in_range(a0, a1 / 20 - 1, a1 / 20 + 1);
+        /* A slab reclaim that freed nothing lowers it; a proactive one teaches it nothing. */
+        alloc_point_reclaim_done(&state, 1, a0, 0, 4 * SEC, SEC);
+        assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
+        cold.metadata_cache_max = UINT64_MAX;
+        cold.pressure_target_ppm = 1000;
+        decide(10 * SEC);
+        assert_null(strstr(must(AP_RECLAIM, 1)->reason, "MetadataCacheMax"));
+        alloc_point_reclaim_done(&state, 1, must(AP_RECLAIM, 1)->value, 0, 11 * SEC, SEC);
+        assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
 }
 
 static void test_global_pressure_order(void **s) {
@@ -237,6 +338,9 @@ int main(void) {
                 cmocka_unit_test_setup(test_floors, setup),
                 cmocka_unit_test_setup(test_stall_after_reclaim_learns_a_floor, setup),
                 cmocka_unit_test_setup(test_metadata_cache_max, setup),
+                cmocka_unit_test_setup(test_slab_yield_learnt, setup),
+                cmocka_unit_test_setup(test_slab_ask_never_under_kernel_minimum, setup),
+                cmocka_unit_test_setup(test_slab_yield_per_cgroup, setup),
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
                 cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),

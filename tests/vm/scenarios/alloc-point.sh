@@ -119,19 +119,6 @@ print("allocated %d MiB in %.2f s (%.1f MiB/s), worst 8 MiB step %.0f ms" % (mib
 sys.stdout.flush()
 time.sleep(hold)
 EOT
-cat > /tmp/storm.py <<'EOT'
-# storm DIR COUNT: empty files, 1000 per directory
-import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-t0 = time.monotonic()
-for i in range(n):
-    if i % 1000 == 0:
-        sub = os.path.join(d, str(i // 1000))
-        os.makedirs(sub, exist_ok=True)
-    os.close(os.open(os.path.join(sub, str(i)), os.O_CREAT | os.O_WRONLY, 0o644))
-el = time.monotonic() - t0
-print("created %d files in %.1f s (%.0f/s)" % (n, el, n / el))
-EOT
 
 # ---- the bystander: Protect=yes, some cache, never to be reclaimed by the daemon
 bcg=$(new_cgroup mdr-bystander) || fatal "cannot create the bystander's cgroup"
@@ -223,7 +210,7 @@ want_case 2 && {
 echo "==== 2. metadata storm, MetadataCacheMax=${meta_max_mib}M"
 mcg=$(new_cgroup mdr-meta) || fatal "cannot create mdr-meta"
 ncg=$(new_cgroup mdr-meta-nb) || fatal "cannot create mdr-meta-nb"
-in_cgroup "$ncg" python3 /tmp/storm.py "$mnt/nb" "$nb_files" | sed 's/^/       neighbour: /'
+in_cgroup "$ncg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/nb" "$nb_files" | sed 's/^/       neighbour: /'
 nb0=$(memstat "$ncg" slab_reclaimable)
 no_policies; bystander_policy
 daemon_conf <<EOT
@@ -232,7 +219,7 @@ policy meta 'Match=/mdr-meta' 'Mode=enforce' "MetadataCacheMax=${meta_max_mib}M"
 policy meta-nb 'Match=/mdr-meta-nb' 'Mode=enforce' 'Priority=50'
 new_log
 start_daemon
-in_cgroup "$mcg" python3 /tmp/storm.py "$mnt/storm" "$storm_files" > /tmp/storm.out &
+in_cgroup "$mcg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/storm" "$storm_files" > /tmp/storm.out &
 storm=$!
 peak=0 samples=0 over=0
 while kill -0 "$storm" 2>/dev/null; do
