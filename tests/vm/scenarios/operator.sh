@@ -16,13 +16,21 @@
 #    event, no cgroup-gone for a cap, no throttle set after it), so the
 #    writer's file deletes and syncs in under 2 s
 #    (a cap left on the removed cgroup held that to its rate: 15-40 s).
-# Not in the suite (meson's vm-operator) yet: the daemon fails its timing checks
-# on memory.high. The likely cause: the worker writes memory.high one change
-# after another, and a lowering write reclaims in the kernel for seconds while
-# the cgroup's pages are dirty, so a lift or a raise waits behind it (io.max,
-# written at once, is lifted sooner). In 3 runs: the release lifted memory.high
-# in 0.85-2.1 s, a looser DirtyLimit= raised it in 1.06-1.33 s, Mode=observe
-# lifted it in 3.6-5.1 s (its io.max in 0.7-2.7 s); the bound is 1 s, two ticks.
+# Not in the suite (meson's vm-operator) yet: the daemon fails checks here.
+# - The bound of 1 s (two ticks) after the command's answer: in the last run
+#   the release lifted memory.high 1.7 s after mdctl release returned, a looser
+#   DirtyLimit= raised it 1.4 s after policy set returned (decided before that),
+#   Mode=observe lifted io.max 1.5 s and memory.high 2.3 s after it returned,
+#   although the daemon logged both lifts within 15 ms of taking the policy.
+#   Five earlier runs, timed from the command's start (mdctl itself ran 0.5-1.1 s):
+#   release 0.85-3.6 s, looser limit 1.06-2.2 s, observe 2.5-5.7 s (io.max
+#   0.7-3.4 s). Likely causes, not measured: memory.high goes through the
+#   worker, behind its reclaims and earlier memory.high writes (a lowering
+#   one reclaims in the kernel for seconds while the pages are dirty); an
+#   io.max write may wait in the kernel while the device is flooded.
+# - Under load (one run of 6, the host compiling and testing beside the VM):
+#   the stopped writer's cgroup was removed 2.1 s after systemctl stop with its
+#   io.max cap still on (a cgroup-gone event), no lift before it.
 # Run it by hand:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
 . "$(dirname "$0")/lib.sh"
@@ -119,14 +127,18 @@ grep -E 'Throttle|Since|Why|Lifts' /tmp/show.txt
 grep -E "CGROUP|$w" /tmp/top.txt | cut -c 1-150
 
 section "$w: DirtyLimit=8M -> 16M"
+# The budget goes while the writer is under DirtyBackground (a moment, at times)
+# and comes back over DirtyLimit: loosened while it is in force.
+wait_for 10 has_high "$w"
 before=$(high_of "$w")
-t0=$(usec)
+t_run=$(usec)
 mdctl policy set "$w" DirtyLimit=16M > /dev/null
+t0=$(usec)
 raised() { local h; h=$(high_of "$w"); [ "$h" = max ] || [ "$h" -gt "$before" ]; }
 within 10000 raised
 took=$(ms_since "$t0")
 after=$(high_of "$w")
-note "memory.high $before -> $after, ${took} ms after policy set returned"
+note "memory.high $before -> $after, ${took} ms after policy set returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
 events_of "$w" dirty-budget > /tmp/budget.json
 jq -r --argjson t "$t0" '"       event \((.realtime_usec - $t) / 1000 | floor) ms: \(.message)"' /tmp/budget.json
 check "memory.high is raised" test "$after" != max -a "$after" -gt "$before"
@@ -135,19 +147,21 @@ check "... recomputed for the new limit (dirty-budget event)" \
     any_of /tmp/budget.json '.reason | test("DirtyLimit changed from 8388608 to 16777216")'
 
 section "$w: mdctl release --for 10s"
-t0=$(usec)
+t_run=$(usec)
 check "release" mdctl release "$w" --for 10s
+t0=$(usec)
 lifted() { [ "$(high_of "$w")" = max ]; }
 within 5000 lifted
 lift_ms=$(ms_since "$t0")
-check_cmp "the release lifts memory.high at once (ms)" "$lift_ms" -le 1000
+note "memory.high lifted ${lift_ms} ms after mdctl release returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
+check_cmp "the release lifts memory.high at once: within two ticks (1 s) of its answer (ms)" "$lift_ms" -le 1000
 mdctl throttles --no-legend | grep "$w"
 shows_release() { mdctl throttles --no-legend | grep -Eq "^$w +released to "; }
 check "mdctl throttles shows the release" shows_release
 # Every quarter second until the release ends: memory.high stays max, while
 # the writer is over its DirtyLimit (what would throttle it again).
 held=0 broke=0 peak=0
-while [ $(( $(usec) - t0 )) -lt 9800000 ]; do
+while [ $(( $(usec) - t_run )) -lt 9800000 ]; do
     if lifted; then held=$((held + 1)); else broke=$((broke + 1)); fi
     d=$(dirty_of "$w")
     [ "$d" -gt "$peak" ] && peak=$d
@@ -159,7 +173,7 @@ check_cmp "while the writer is over its DirtyLimit=16M (dirty+writeback MiB)" "$
 said_held() { journalctl -u mdreclaimd.service -b --no-pager | grep -q "released by .* the write point's throttles wait until then"; }
 check "the daemon said it held the write point back" said_held
 check "the throttle is back once the release ended" wait_for 15 has_high "$w"
-back_ms=$(ms_since "$t0")
+back_ms=$(ms_since "$t_run")
 note "back ${back_ms} ms after the release"
 check_cmp "... not before its 10 s (ms)" "$back_ms" -ge 10000
 ended() { events_of "$w" release-ended | grep -q .; }
@@ -183,15 +197,16 @@ t0=$(now)
 check "$o: capped (io.max wbps) with a memory.high" wait_for 40 both "$o"
 note "$o: io.max wbps=$(wbps_of "$o"), memory.high $(high_of "$o") after $(since "$t0") s"
 check_cmp "mdctl throttles --json has both" "$(throttles_of "$o")" -eq 2
-t0=$(usec)
+t_run=$(usec)
 mdctl policy set mdr-writer Mode=observe > /dev/null
+t0=$(usec)
 no_cap() { ! has_cap "$o"; }
 no_high() { ! has_high "$o"; }
 within 10000 no_cap
 cap_ms=$(ms_since "$t0")
 within 10000 no_high
 high_ms=$(ms_since "$t0")
-note "$o: io.max '$(cat "$(cg_of "$o")/io.max")' after ${cap_ms} ms, memory.high $(high_of "$o") after ${high_ms} ms"
+note "$o: io.max '$(cat "$(cg_of "$o")/io.max")' ${cap_ms} ms, memory.high $(high_of "$o") ${high_ms} ms after policy set returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
 journalctl -u mdreclaimd.service -b --no-pager -o short-monotonic | grep "$o" | tail -n 8 | cut -c 1-220
 check "Mode=observe lifts the cap" no_cap
 check_cmp "... within two ticks (1 s) (ms)" "$cap_ms" -le 1000
@@ -231,10 +246,12 @@ check "the daemon lifted the cap when the cgroup emptied (lift-cap, to max)" \
 cat /tmp/gone.json
 no_cap_gone() { ! jq -e -s 'any(.[]; .knob == "io.max wbps")' /tmp/gone.json > /dev/null; }
 check "no io.max cap went with the cgroup (no cgroup-gone event for one)" no_cap_gone
-lift_seq=$(jq -s 'map(select(.reason | test("no process left")) | .seq) | min // 0' /tmp/lift.json)
-late=$(jq -s --argjson s "$lift_seq" 'map(select(.seq > $s)) | length' /tmp/set.json)
-jq -r --argjson s "$lift_seq" 'select(.seq > $s) | .message' /tmp/set.json
-check_cmp "no throttle set on it after that lift (cap-writes, dirty-budget events)" "$late" -eq 0
+late=$(jq -s --argjson t "$t_stop" 'map(select(.realtime_usec > $t)) | length' /tmp/set.json)
+jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t) | .message' /tmp/set.json
+check_cmp "no throttle set on it after the stop (cap-writes, dirty-budget events)" "$late" -eq 0
+# What systemd and the daemon did, in order (the guest's monotonic clock).
+journalctl -b --no-pager -o short-monotonic --since "@$(( t_stop / 1000000 - 1 ))" |
+    grep -E "$c|mdreclaimd\[" | grep -v 'io stall over' | head -n 12 | cut -c 1-200
 check_cmp "the ledger has nothing left of it" "$(throttles_of "$c")" -eq 0
 t0=$(usec)
 rm -f "$mnt/capped"
