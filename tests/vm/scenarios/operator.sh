@@ -31,7 +31,8 @@
 #   guest whose two cores are busy.
 # - Under load (one run of 7, the host compiling and testing beside the VM):
 #   the stopped writer's cgroup was removed 2.1 s after systemctl stop with its
-#   io.max cap still on (a cgroup-gone event), no lift before it.
+#   io.max cap still on (a cgroup-gone event), no lift before it, and its file
+#   took 32 s to delete and sync.
 # Run it by hand:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
 . "$(dirname "$0")/lib.sh"
