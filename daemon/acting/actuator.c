@@ -244,9 +244,13 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         if (refused(a, cg, q))
                 return -ECANCELED;
         /* An empty cgroup is about to be removed (a unit that stopped): a throttle set now could
-         * only outlive it, holding its last dirty pages to a crawl (not now, for the point). */
-        if (cgroup_populated(cg) == 0)
+         * only outlive it, holding its last dirty pages to a crawl (not now, for the point). One
+         * removed already, before the table has seen it go, has nothing left to throttle. */
+        r = cgroup_populated(cg);
+        if (r == 0)
                 return -ECANCELED;
+        if (r < 0 && cgroup_gone(cg))
+                return -ENODEV;
         /* The kernel keeps memory.high in pages: a value it would round is
          * rounded here, or the next check would take it for someone else's. */
         if (q->kind == THROTTLE_MEMORY_HIGH && q->value != THROTTLE_NONE)

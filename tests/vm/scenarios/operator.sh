@@ -1,0 +1,270 @@
+#!/bin/bash
+# vm-mode: systemd
+# vm-fs: ext4
+# vm-write-bps: 16777216
+# The operator's view on a real kernel (issue 16), mdreclaimd as a service on
+# a disk qemu holds to 16 MiB/s:
+#  - a dd writer under DirtyLimit=8M in Mode=enforce gets a memory.high, shown
+#    with its reason by mdctl throttles, list, show and top (no terminal);
+#  - loosening DirtyLimit= raises that memory.high within a tick or two;
+#  - mdctl release --for lifts it and no point sets it again until the
+#    release ends, although the writer stays over its limit; then it is back;
+#  - beside a protected victim, writers get an io.max cap and a memory.high:
+#    switching a writer's policy to Mode=observe lifts both at once;
+#  - stopping a capped writer's unit with dirty data pending: the daemon lifts
+#    its cap when the cgroup empties, before systemd removes it (a lift-cap
+#    event, no cgroup-gone for a cap, no throttle set after it), so the
+#    writer's file deletes and syncs in under 2 s
+#    (a cap left on the removed cgroup held that to its rate: 15-40 s).
+# Not in the suite (meson's vm-operator) yet: the daemon fails checks here.
+# - The bound of 1 s (two ticks) after the command's answer. Two runs timed so:
+#   the release lifted memory.high 1.7 s / 0.46 s after mdctl release returned,
+#   a looser DirtyLimit= raised it 1.4 s / 0.43 s after policy set returned,
+#   Mode=observe lifted io.max 1.5 s / 0.75 s and memory.high 2.3 s / 1.4 s
+#   after it returned (the daemon logged both lifts within 15 ms of taking the
+#   policy). The quieter run (the second) failed only the last. Five earlier
+#   runs, timed from the command's start (mdctl itself ran 0.3-1.1 s): release
+#   0.85-3.6 s, looser limit 1.06-2.2 s, observe 2.5-5.7 s (io.max 0.7-3.4 s).
+#   Likely causes, not measured: memory.high goes through the worker, behind
+#   its reclaims and earlier memory.high writes (a lowering one reclaims in the
+#   kernel for seconds while the pages are dirty); the loop runs late on a
+#   guest whose two cores are busy.
+# - Under load (one run of 7, the host compiling and testing beside the VM):
+#   the stopped writer's cgroup was removed 2.1 s after systemctl stop with its
+#   io.max cap still on (a cgroup-gone event), no lift before it, and its file
+#   took 32 s to delete and sync.
+# Run it by hand:
+#   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
+. "$(dirname "$0")/lib.sh"
+need_daemon
+if [ -z "${MDCTL:-}" ] || [ ! -x "$MDCTL" ]; then
+    fatal "MDCTL is not set to a built mdctl (got '${MDCTL:-}')"
+fi
+command -v jq > /dev/null || fatal "jq is needed in the guest"
+
+section() { printf '\n--- %s\n' "$*"; }
+mdctl() { "$MDCTL" "$@"; }
+mnt=/mnt/ext4
+devno=$(cat "/sys/class/block/$(basename "$(findmnt -no SOURCE "$mnt")")/dev")
+victim=$MDR_VMDIR/helpers/victim
+t_start=$(now)
+
+cg_of() { echo "/sys/fs/cgroup/system.slice/$1"; }
+high_of() { cat "$(cg_of "$1")/memory.high" 2> /dev/null; }
+wbps_of() { sed -n "s/^$devno .*wbps=\([0-9]*\).*/\1/p" "$(cg_of "$1")/io.max" 2> /dev/null; }
+dirty_of() { echo $(( $(memstat "$(cg_of "$1")" file_dirty) + $(memstat "$(cg_of "$1")" file_writeback) )); }
+has_high() { local h; h=$(high_of "$1"); [ -n "$h" ] && [ "$h" != max ]; }
+has_cap() { [ -n "$(wbps_of "$1")" ]; }
+gone() { [ ! -d "$(cg_of "$1")" ]; }
+usec() { date +%s%6N; }
+ms_since() { echo $(( ($(usec) - $1) / 1000 )); }
+# within MS COMMAND...: polls every 20 ms until the command succeeds, at most MS
+# (what a tick's timing needs; wait_for polls every 250 ms)
+within() {
+    local end=$(( $(usec) + $1 * 1000 )); shift
+    until "$@"; do
+        [ "$(usec)" -lt "$end" ] || return 1
+        sleep 0.02
+    done
+}
+# throttles_of UNIT: how many entries mdctl throttles --json has for the unit (releases included)
+throttles_of() { mdctl --json throttles | jq --arg u "$1" '[.throttles[] | select(.unit == $u)] | length'; }
+# events_of UNIT ACTION: the events of that action on the unit's cgroup (by path: an
+# event on a cgroup that is gone may name no unit), one JSON object a line
+events_of() { mdctl --json events --unit "/system.slice/$1" --action "$2" | jq -c '.events[]'; }
+# any_of FILE FILTER: whether one of the events in FILE (one a line) passes FILTER
+any_of() { jq -e -s "any(.[]; $2)" "$1" > /dev/null; }
+
+section "mdreclaimd.service, ticking every 500 ms"
+mkdir -p /etc/mdreclaim/mdreclaimd.conf.d
+# GuardRate=10%: a protected victim's writers are capped at a tenth of the disk,
+# so that a cap left behind would be plain in the time its file takes to go.
+cat > /etc/mdreclaim/mdreclaimd.conf.d/operator.conf <<EOT
+[Daemon]
+Interval=500ms
+RescanInterval=1s
+[WritePoint]
+GuardRate=10%
+EOT
+systemctl start mdreclaimd.service
+check "the control socket answers" wait_for 60 socket_up
+
+# ---- a dirty budget: DirtyLimit= in Mode=enforce ----
+w=mdr-dirty.service
+section "$w: dd under DirtyLimit=8M DirtyBackground=4M, Mode=enforce"
+check "policy set" mdctl policy set "$w" DirtyLimit=8M DirtyBackground=4M Mode=enforce
+systemd-run --quiet --unit="$w" dd if=/dev/zero of="$mnt/dirty" bs=1M count=3500 status=none
+t0=$(now)
+check "the daemon sets the writer's memory.high" wait_for 30 has_high "$w"
+note "memory.high $(high_of "$w") after $(since "$t0") s, the writer's dirty+writeback $(mib "$(dirty_of "$w")") MiB"
+
+# Every view, read back at one moment; the throttle must be in all of them.
+views() {
+    mdctl --json throttles > /tmp/thr.json
+    high_then=$(high_of "$w")
+    mdctl throttles > /tmp/throttles.txt
+    mdctl list > /tmp/list.txt
+    mdctl show "$w" > /tmp/show.txt
+    mdctl top -n 1 > /tmp/top.txt
+    in_json && in_throttles && in_list && in_show && in_top
+}
+in_json() { jq -e --arg u "$w" --arg v "$high_then" 'any(.throttles[]; .unit == $u and .knob == "memory.high"
+                and (.value | tostring) == $v and (.reason | test("over DirtyLimit")) and .points == ["write"])' \
+                /tmp/thr.json > /dev/null; }
+in_throttles() { grep -E "^$w +high [0-9.]+[KMG] +max +write " /tmp/throttles.txt > /dev/null; }
+in_list() { grep -E "^/system.slice/$w .* high [0-9.]+[KMG] " /tmp/list.txt > /dev/null; }
+in_show() { grep -E '^ +Throttle: memory.high=[0-9.]+[KMG] \(was max\)' /tmp/show.txt > /dev/null &&
+            grep -E '^ +Why: over DirtyLimit: dirty\+writeback [0-9]+ over 8388608 bytes' /tmp/show.txt > /dev/null &&
+            grep -E '^ +Lifts: when dirty\+writeback falls under DirtyBackground' /tmp/show.txt > /dev/null; }
+in_top() { grep -E "/system.slice/$w .* high [0-9.]+[KMG] " /tmp/top.txt > /dev/null; }
+wait_for 15 views
+in_json || { echo "memory.high $high_then; mdctl throttles --json:"; cat /tmp/thr.json; echo; }
+check "mdctl throttles --json: memory.high as in the file, set by the write point, over DirtyLimit" in_json
+check "mdctl throttles: the unit, high, was max, write" in_throttles
+check "mdctl list: THROTTLED high" in_list
+check "mdctl show: the throttle, why (over DirtyLimit, 8388608 bytes) and what lifts it" in_show
+check "mdctl top (no terminal, -n 1): THROTTLED high" in_top
+grep -E "CGROUP|$w" /tmp/throttles.txt
+grep -E 'Throttle|Since|Why|Lifts' /tmp/show.txt
+grep -E "CGROUP|$w" /tmp/top.txt | cut -c 1-150
+
+section "$w: DirtyLimit=8M -> 16M"
+# The budget goes while the writer is under DirtyBackground (a moment, at times)
+# and comes back over DirtyLimit: loosened while it is in force.
+wait_for 10 has_high "$w"
+before=$(high_of "$w")
+t_run=$(usec)
+mdctl policy set "$w" DirtyLimit=16M > /dev/null
+t0=$(usec)
+raised() { local h; h=$(high_of "$w"); [ "$h" = max ] || [ "$h" -gt "$before" ]; }
+within 10000 raised
+took=$(ms_since "$t0")
+after=$(high_of "$w")
+note "memory.high $before -> $after, ${took} ms after policy set returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
+events_of "$w" dirty-budget > /tmp/budget.json
+jq -r --argjson t "$t0" '"       event \((.realtime_usec - $t) / 1000 | floor) ms: \(.message)"' /tmp/budget.json
+check "memory.high is raised" test "$after" != max -a "$after" -gt "$before"
+check_cmp "... within two ticks (1 s) of the policy change (ms)" "$took" -le 1000
+check "... recomputed for the new limit (dirty-budget event)" \
+    any_of /tmp/budget.json '.reason | test("DirtyLimit changed from 8388608 to 16777216")'
+
+section "$w: mdctl release --for 10s"
+t_run=$(usec)
+check "release" mdctl release "$w" --for 10s
+t0=$(usec)
+lifted() { [ "$(high_of "$w")" = max ]; }
+within 5000 lifted
+lift_ms=$(ms_since "$t0")
+note "memory.high lifted ${lift_ms} ms after mdctl release returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
+check_cmp "the release lifts memory.high at once: within two ticks (1 s) of its answer (ms)" "$lift_ms" -le 1000
+mdctl throttles --no-legend | grep "$w"
+shows_release() { mdctl throttles --no-legend | grep -Eq "^$w +released to "; }
+check "mdctl throttles shows the release" shows_release
+# Every quarter second until the release ends: memory.high stays max, while
+# the writer is over its DirtyLimit (what would throttle it again).
+held=0 broke=0 peak=0
+while [ $(( $(usec) - t_run )) -lt 9800000 ]; do
+    if lifted; then held=$((held + 1)); else broke=$((broke + 1)); fi
+    d=$(dirty_of "$w")
+    [ "$d" -gt "$peak" ] && peak=$d
+    sleep 0.25
+done
+note "memory.high max in $held samples, set in $broke, over 9.8 s; dirty+writeback up to $(mib "$peak") MiB"
+check_cmp "memory.high stays max for the time given (samples where it was set)" "$broke" -eq 0
+check_cmp "while the writer is over its DirtyLimit=16M (dirty+writeback MiB)" "$(mib "$peak")" -gt 16
+said_held() { journalctl -u mdreclaimd.service -b --no-pager | grep -q "released by .* the write point's throttles wait until then"; }
+check "the daemon said it held the write point back" said_held
+check "the throttle is back once the release ended" wait_for 15 has_high "$w"
+back_ms=$(ms_since "$t_run")
+note "back ${back_ms} ms after the release"
+check_cmp "... not before its 10 s (ms)" "$back_ms" -ge 10000
+ended() { events_of "$w" release-ended | grep -q .; }
+check "a release-ended event" ended
+
+systemctl stop "$w"
+rm -f "$mnt/dirty"
+sync -f "$mnt"
+
+# ---- io.max caps beside a protected victim ----
+v=mdr-victim.service
+section "$v protected; writers beside it capped"
+check "policy set the victim" mdctl policy set "$v" Protect=yes Priority=90 Mode=enforce
+check "policy set the writers" mdctl policy set mdr-writer Match='mdr-*-writer.service' Priority=10 WriteRateMin=1M Mode=enforce
+systemd-run --quiet --unit="$v" python3 "$victim" "$mnt/victim" 120 victim
+both() { has_cap "$1" && has_high "$1"; }
+
+o=mdr-observed-writer.service
+systemd-run --quiet --unit="$o" dd if=/dev/zero of="$mnt/observed" bs=1M count=3500 status=none
+t0=$(now)
+check "$o: capped (io.max wbps) with a memory.high" wait_for 40 both "$o"
+note "$o: io.max wbps=$(wbps_of "$o"), memory.high $(high_of "$o") after $(since "$t0") s"
+check_cmp "mdctl throttles --json has both" "$(throttles_of "$o")" -eq 2
+t_run=$(usec)
+mdctl policy set mdr-writer Mode=observe > /dev/null
+t0=$(usec)
+no_cap() { ! has_cap "$o"; }
+no_high() { ! has_high "$o"; }
+within 10000 no_cap
+cap_ms=$(ms_since "$t0")
+within 10000 no_high
+high_ms=$(ms_since "$t0")
+note "$o: io.max '$(cat "$(cg_of "$o")/io.max")' ${cap_ms} ms, memory.high $(high_of "$o") ${high_ms} ms after policy set returned (it ran $(( (t0 - t_run) / 1000 )) ms)"
+journalctl -u mdreclaimd.service -b --no-pager -o short-monotonic | grep "$o" | tail -n 8 | cut -c 1-220
+check "Mode=observe lifts the cap" no_cap
+check_cmp "... within two ticks (1 s) (ms)" "$cap_ms" -le 1000
+check "Mode=observe lifts the memory.high" no_high
+check_cmp "... within two ticks (1 s) (ms)" "$high_ms" -le 1000
+check_cmp "mdctl throttles --json has none left for it" "$(throttles_of "$o")" -eq 0
+systemctl stop "$o"
+rm -f "$mnt/observed"
+sync -f "$mnt"
+
+c=mdr-capped-writer.service
+mdctl policy set mdr-writer Mode=enforce > /dev/null
+systemd-run --quiet --unit="$c" dd if=/dev/zero of="$mnt/capped" bs=1M count=3500 status=none
+t0=$(now)
+check "$c: capped (io.max wbps) with a memory.high" wait_for 40 both "$c"
+# Dirty data builds up behind the cap.
+pending() { [ "$(dirty_of "$c")" -ge $((8 << 20)) ]; }
+wait_for 10 pending
+cap=$(wbps_of "$c") dirty=$(dirty_of "$c")
+note "$c: io.max wbps=$cap, memory.high $(high_of "$c"), dirty+writeback $(mib "$dirty") MiB after $(since "$t0") s"
+check_cmp "dirty data pending at the stop (MiB)" "$(mib "$dirty")" -ge 8
+
+section "$c: systemctl stop with the cap on"
+t_stop=$(usec)
+systemctl stop --no-block "$c"
+while ! gone "$c" && [ $(( $(usec) - t_stop )) -lt 20000000 ]; do sleep 0.02; done
+removed_ms=$(ms_since "$t_stop")
+check "systemd removed its cgroup" gone "$c"
+events_of "$c" lift-cap > /tmp/lift.json
+events_of "$c" cgroup-gone > /tmp/gone.json
+events_of "$c" cap-writes,dirty-budget > /tmp/set.json
+jq -r '.message' /tmp/lift.json
+lift_ms=$(jq -r --argjson t "$t_stop" 'select(.reason | test("no process left")) | (.realtime_usec - $t) / 1000 | floor' /tmp/lift.json | head -n 1)
+note "cap lifted ${lift_ms:-never} ms after the stop; the cgroup gone after ${removed_ms} ms"
+check "the daemon lifted the cap when the cgroup emptied (lift-cap, to max)" \
+    any_of /tmp/lift.json '(.reason | test("no process left")) and .after == "max"' 
+cat /tmp/gone.json
+no_cap_gone() { ! jq -e -s 'any(.[]; .knob == "io.max wbps")' /tmp/gone.json > /dev/null; }
+check "no io.max cap went with the cgroup (no cgroup-gone event for one)" no_cap_gone
+late=$(jq -s --argjson t "$t_stop" 'map(select(.realtime_usec > $t)) | length' /tmp/set.json)
+jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t) | .message' /tmp/set.json
+check_cmp "no throttle set on it after the stop (cap-writes, dirty-budget events)" "$late" -eq 0
+# What systemd and the daemon did, in order (the guest's monotonic clock).
+journalctl -b --no-pager -o short-monotonic --since "@$(( t_stop / 1000000 - 1 ))" |
+    grep -E "$c|mdreclaimd\[" | grep -v 'io stall over' | head -n 12 | cut -c 1-200
+check_cmp "the ledger has nothing left of it" "$(throttles_of "$c")" -eq 0
+t0=$(usec)
+rm -f "$mnt/capped"
+sync -f "$mnt"
+rm_ms=$(ms_since "$t0")
+note "rm + sync -f of its file: ${rm_ms} ms"
+check_cmp "its file deletes and syncs in under 2 s (ms)" "$rm_ms" -lt 2000
+
+systemctl stop "$v"
+section "the daemon's events for these units"
+mdctl events --no-legend | grep -E 'mdr-' | grep -vE 'attach-policy|policy-change' | tail -n 16 | cut -c 1-200
+check "mdreclaimd.service was not restarted" test "$(systemctl show -P NRestarts mdreclaimd.service)" = 0
+note "the scenario took $(since "$t_start") s of guest time"
+finish
