@@ -25,6 +25,7 @@ typedef struct PendingJob {
         uint32_t major, minor;
         uint64_t value;
         uint64_t action_id;             /* an operator's one-shot action */
+        bool superseded;                /* a newer value was written from the loop; cancelled in the worker */
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */
@@ -108,7 +109,7 @@ static uint64_t value_ahead(const Actuator *a, const ThrottleEntry *t) {
         uint64_t v = t->applied, cookie = 0;
 
         for (size_t i = 0; i < a->n_pending; i++)
-                if (same_throttle(&a->pending[i], t) && a->pending[i].cookie > cookie) {
+                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded && a->pending[i].cookie > cookie) {
                         cookie = a->pending[i].cookie;
                         v = a->pending[i].value;
                 }
@@ -155,19 +156,49 @@ uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
         return 0;
 }
 
-/* Writes the entry's effective value: io.max at once, memory.high through the
- * worker (lowering it makes the kernel reclaim in the writer's context). */
+/*
+ * Whether the kernel takes memory.high=v without reclaiming: v is max or at
+ * least what the cgroup holds now. Such a write (a lift, a raise, a first
+ * budget above the usage) returns at once and is made from the loop; only a
+ * value under the usage, which the kernel reclaims down to in the writer's
+ * context, goes through the worker.
+ */
+static bool high_takes_at_once(const Cgroup *cg, uint64_t v) {
+        uint64_t current;
+
+        return v == THROTTLE_NONE || (cg_dir_read_u64(cg->dirfd, "memory.current", &current) >= 0 && current <= v);
+}
+
+/* The memory.high writes for t still in the worker lose their point: a newer value goes in now. */
+static void supersede_writes(Actuator *a, const ThrottleEntry *t) {
+        uint64_t cookies[WORKER_QUEUE_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded) {
+                        a->pending[i].superseded = true;
+                        cookies[n++] = a->pending[i].cookie;
+                }
+        if (n > 0)
+                (void) worker_cancel(a->worker, cookies, n);
+}
+
+/* Writes the entry's effective value: io.max at once, memory.high at once
+ * where the kernel will not reclaim for it, else through the worker. */
 static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         uint64_t v = throttle_effective(t);
         Job job = { .budget_usec = 5 * USEC_PER_SEC };
         int r;
 
         throttle_format(t->kind, t->major, t->minor, v, job.data, sizeof(job.data));
-        if (t->kind == THROTTLE_IO_WBPS) {
-                r = cgroup_write(cg, "io.max", job.data);
-                if (r >= 0)
-                        t->applied = v;
-                return r;
+        if (t->kind == THROTTLE_IO_WBPS || (a->worker && high_takes_at_once(cg, v))) {
+                r = cgroup_write(cg, throttle_file(t->kind), job.data);
+                if (r < 0)
+                        return r;
+                t->applied = v;
+                if (t->kind == THROTTLE_MEMORY_HIGH)
+                        supersede_writes(a, t);
+                return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
@@ -269,7 +300,8 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         r = ledger_request(&a->ledger, cg->path, cg->id, &req, current, now_usec(CLOCK_REALTIME), &t);
         if (r < 0)
                 return r;
-        before = t->applied;
+        /* Against what the file will hold: a write still queued may bring another value. */
+        before = value_ahead(a, t);
         if (throttle_effective(t) == before)
                 return 0;
         /* No record, no write: a throttle the ledger does not hold could outlive a crash. */
@@ -308,7 +340,7 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
         if (!t)
                 return 0;
         ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, q->point);
-        before = t->applied;
+        before = value_ahead(a, t);
         if (cg && throttle_effective(t) != before) {
                 r = apply(a, cg, t);
                 if (r >= 0)
@@ -809,22 +841,28 @@ static void writeback_event(Actuator *a, const Job *job, const char *unit) {
                      job->result < 0 ? " (failed)" : "", done);
 }
 
-/* A memory.high write came back: the value is in place (an interrupted write set it too; only its reclaim stopped). */
+/*
+ * A memory.high write came back: the value is in place (an interrupted write
+ * set it too; only its reclaim stopped). One cancelled before it was made
+ * changed nothing. One cancelled too late to stop it may have landed after
+ * the newer value written from the loop: taken as in place, and caught up.
+ */
 static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         Cgroup *cg = lookup(a, p->cgroup_id, NULL);
         ThrottleEntry *t = cg ? ledger_find(&a->ledger, cg->path, p->throttle, p->major, p->minor) : NULL;
 
-        if (job->result < 0 && !job->interrupted) {
+        if (job->result < 0 && job->result != -ECANCELED && !job->interrupted) {
                 log_warning_errno(job->result, "%s: writing %s=%s failed: %m", job->path, job->file, job->data);
                 return;
         }
         if (!t)
                 return;
-        t->applied = p->value;
+        if (job->result != -ECANCELED)
+                t->applied = p->value;
         /* Something else was asked while the write was on its way (a lift, another value): catch up. */
         if (throttle_effective(t) != t->applied && !write_in_flight(a, t))
                 (void) apply(a, cg, t);
-        else if (!throttle_requested(t) && t->applied == t->original)
+        if (!throttle_requested(t) && t->applied == t->original && !write_in_flight(a, t))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
 }

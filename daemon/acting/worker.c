@@ -193,7 +193,8 @@ static void job_run(Task *t) {
         __atomic_store_n(&j->started_usec, now_usec(CLOCK_REALTIME), __ATOMIC_RELEASE);
         switch (j->kind) {
         case JOB_FILE_WRITE:
-                j->result = cg_dir_write(j->dirfd, j->file, j->data);
+                /* Superseded while queued (a value written since from the loop): nothing to do. */
+                j->result = taskq_cancelled(t) ? -ECANCELED : cg_dir_write(j->dirfd, j->file, j->data);
                 break;
         case JOB_RECLAIM:
                 run_reclaim(j);
@@ -221,6 +222,8 @@ static void job_done(Task *t, void *userdata) {
         Worker *w = userdata;
         Job *j = job_of(t);
 
+        if (taskq_cancelled(t) && !j->started_usec)
+                j->result = -ECANCELED;         /* never run */
         w->on_done(j, w->userdata);
         job_free(j);
 }
@@ -274,6 +277,24 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         }
         TAKE_PTR(j);
         return 0;
+}
+
+typedef struct Cookies {
+        const uint64_t *v;
+        size_t n;
+} Cookies;
+
+static bool cookie_matches(const Task *t, void *arg) {
+        const Cookies *c = arg;
+
+        for (size_t i = 0; i < c->n; i++)
+                if (((const Job *) t)->cookie == c->v[i])
+                        return true;
+        return false;
+}
+
+size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n) {
+        return taskq_cancel(w->queue, cookie_matches, &(Cookies) { cookies, n });
 }
 
 size_t worker_pending(Worker *w) {

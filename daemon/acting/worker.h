@@ -65,6 +65,13 @@ Worker *worker_free(Worker *w);
  */
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
 
+/*
+ * Cancels the jobs with these cookies: one still queued is not run, the one
+ * running is interrupted (a memory.high write's reclaim stops; the value it
+ * set stays). Each comes back to `done`, with -ECANCELED if it never ran.
+ */
+size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n);
+
 /* Jobs queued, running or waiting to be handed back. */
 size_t worker_pending(Worker *w);
 
