@@ -731,6 +731,11 @@ static int watches_init(Actuator *a, sd_event *event) {
         r = sd_event_add_io(event, &a->inotify_source, a->inotify_fd, EPOLLIN, on_inotify, a);
         if (r < 0)
                 return r;
+        /* First of all sources: an emptied cgroup's cap must be lifted before systemd, woken by
+         * the same change, removes the cgroup with it (then nobody can lift it). */
+        r = sd_event_source_set_priority(a->inotify_source, SD_EVENT_PRIORITY_IMPORTANT - 10);
+        if (r < 0)
+                return r;
         (void) sd_event_source_set_description(a->inotify_source, "cgroup-events");
         return 0;
 }
