@@ -203,7 +203,8 @@ static void job_run(Task *t) {
                 run_writeback(j);
                 break;
         }
-        j->duration_usec = now_usec(CLOCK_MONOTONIC) - start;
+        j->finished_usec = now_usec(CLOCK_MONOTONIC);
+        j->duration_usec = j->finished_usec - start;
         if (j->result == -EINTR)
                 j->interrupted = true;
         closep(&j->dirfd);
@@ -265,7 +266,7 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         snprintf(j->proc_root, sizeof(j->proc_root), "%s", w->proc_root);
         j->result = 0;
         j->interrupted = false;
-        j->files = j->commits = j->before = j->after = j->duration_usec = j->started_usec = 0;
+        j->files = j->commits = j->before = j->after = j->duration_usec = j->started_usec = j->finished_usec = 0;
         j->dirty_before = j->dirty_after = UINT64_MAX;
         j->dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
         if (j->dirfd < 0)

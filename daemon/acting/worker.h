@@ -45,6 +45,7 @@ typedef struct Job {
         int result;             /* 0 or negative errno (-EAGAIN from memory.reclaim is an outcome) */
         uint64_t started_usec;  /* CLOCK_REALTIME, when the thread took it */
         uint64_t duration_usec;
+        uint64_t finished_usec; /* CLOCK_MONOTONIC, when its last write returned (0: never run) */
         uint64_t before, after; /* memory.current around a reclaim */
         uint64_t files;         /* files a writeback touched */
         uint64_t commits;       /* btrfs transaction commits a writeback started */
