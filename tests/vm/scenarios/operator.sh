@@ -12,27 +12,22 @@
 #  - beside a protected victim, writers get an io.max cap and a memory.high:
 #    switching a writer's policy to Mode=observe lifts both at once;
 #  - stopping a capped writer's unit with dirty data pending: the daemon lifts
-#    its cap when the cgroup empties, before systemd removes it (a lift-cap
-#    event, no cgroup-gone for a cap, no throttle set after it), so the
-#    writer's file deletes and syncs in under 2 s
-#    (a cap left on the removed cgroup held that to its rate: 15-40 s).
-# Not in the suite (meson's vm-operator) yet: the daemon fails checks here.
-# - The bound of 1 s (two ticks) after the command's answer. Two runs timed so:
-#   the release lifted memory.high 1.7 s / 0.46 s after mdctl release returned,
-#   a looser DirtyLimit= raised it 1.4 s / 0.43 s after policy set returned,
-#   Mode=observe lifted io.max 1.5 s / 0.75 s and memory.high 2.3 s / 1.4 s
-#   after it returned (the daemon logged both lifts within 15 ms of taking the
-#   policy). The quieter run (the second) failed only the last. Five earlier
-#   runs, timed from the command's start (mdctl itself ran 0.3-1.1 s): release
-#   0.85-3.6 s, looser limit 1.06-2.2 s, observe 2.5-5.7 s (io.max 0.7-3.4 s).
-#   Likely causes, not measured: memory.high goes through the worker, behind
-#   its reclaims and earlier memory.high writes (a lowering one reclaims in the
-#   kernel for seconds while the pages are dirty); the loop runs late on a
-#   guest whose two cores are busy.
-# - Under load (one run of 7, the host compiling and testing beside the VM):
-#   the stopped writer's cgroup was removed 2.1 s after systemctl stop with its
-#   io.max cap still on (a cgroup-gone event), no lift before it, and its file
-#   took 32 s to delete and sync.
+#    its cap as systemd says the unit is stopping (or, failing that, as the
+#    cgroup empties), before systemd removes the cgroup (a lift-cap event, no
+#    cgroup-gone for a cap, no throttle set after the lift), so the writer's
+#    file deletes and syncs in under 2 s (a cap left on the removed cgroup
+#    held that to its rate: 15-40 s).
+# Each 1 s bound is checked twice: on the daemon's event for the write and on
+# the file as the scenario sees it, both from the command's answer.
+# In the suite as vm-operator (67-90 s of guest time). Before lifts went ahead
+# of the worker's queue, they took 0.4-5.7 s (memory.high waited behind
+# reclaims and lowering writes); since, in four runs: events 23-411 ms before
+# the answer (the daemon acts before mdctl returns; up to 289 ms after it for
+# a policy change), files seen 7-322 ms after it. The stopped writer's cgroup
+# was removed 40-190 ms after the lift in most runs: a close race (one run of
+# seven, under load, lost it before the unit watch); the lift at
+# "deactivating" is a second signal beside cgroup.events, but systemd sends
+# it as it kills, so it comes only 60-90 ms ahead of the removal too.
 # Run it by hand:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
 . "$(dirname "$0")/lib.sh"
@@ -286,9 +281,12 @@ check "... told by systemd that it was stopping, before the cgroup emptied" test
 cat /tmp/gone.json
 no_cap_gone() { ! jq -e -s 'any(.[]; .knob == "io.max wbps")' /tmp/gone.json > /dev/null; }
 check "no io.max cap went with the cgroup (no cgroup-gone event for one)" no_cap_gone
-late=$(jq -s --argjson t "$t_stop" 'map(select(.realtime_usec > $t)) | length' /tmp/set.json)
-jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t) | .message' /tmp/set.json
-check_cmp "no throttle set on it after the stop (cap-writes, dirty-budget events)" "$late" -eq 0
+# From the lift on: a step the tick took between the command and systemd's
+# stop is no fault (the daemon could not know yet).
+t_lift=$(jq -r 'select(.reason | test("its unit is stopping|no process left")) | .realtime_usec' /tmp/lift.json | head -n 1)
+late=$(jq -s --argjson t "${t_lift:-$t_stop}" 'map(select(.realtime_usec > $t)) | length' /tmp/set.json)
+jq -r --argjson t "${t_lift:-$t_stop}" 'select(.realtime_usec > $t) | .message' /tmp/set.json
+check_cmp "no throttle set on it once lifted for the stop (cap-writes, dirty-budget events)" "$late" -eq 0
 # What systemd and the daemon did, in order (the guest's monotonic clock).
 journalctl -b --no-pager -o short-monotonic --since "@$(( t_stop / 1000000 - 1 ))" |
     grep -E "$c|mdreclaimd\[" | grep -v 'io stall over' | head -n 12 | cut -c 1-200
