@@ -171,9 +171,9 @@ check "... recomputed for the new limit (dirty-budget event)" test -n "$ev_ms"
 check_cmp "... written within two ticks (1 s) of the policy change (ms, the daemon's event)" "$ev_ms" -le 1000
 check_cmp "... seen in the file within two ticks (1 s) (ms)" "$took" -le 1000
 
-section "$w: mdctl release --for 10s"
+section "$w: mdctl release --for 15s"
 t_run=${EPOCHREALTIME/./}
-check "release" mdctl release "$w" --for 10s
+check "release" mdctl release "$w" --for 15s
 t0=${EPOCHREALTIME/./}
 lifted() { read_high "$w"; [ "$H" = max ]; }
 within 5000 lifted
@@ -189,13 +189,15 @@ check "mdctl throttles shows the release" shows_release
 # Every quarter second until the release ends: memory.high stays max, while
 # the writer is over its DirtyLimit (what would throttle it again).
 held=0 broke=0 peak=0
-while [ $(( ${EPOCHREALTIME/./} - t_run )) -lt 9800000 ]; do
+while [ $(( ${EPOCHREALTIME/./} - t_run )) -lt 14800000 ]; do
     if lifted; then held=$((held + 1)); else broke=$((broke + 1)); fi
     d=$(dirty_of "$w")
     [ "$d" -gt "$peak" ] && peak=$d
     sleep 0.25
 done
-note "memory.high max in $held samples, set in $broke, over 9.8 s; dirty+writeback up to $(mib "$peak") MiB"
+note "memory.high max in $held samples, set in $broke, over 14.8 s; dirty+writeback up to $(mib "$peak") MiB"
+# A guest too slow to sample (mdctl itself took seconds on a loaded host) proves nothing.
+check_cmp "sampled while released (samples)" "$held" -ge 8
 check_cmp "memory.high stays max for the time given (samples where it was set)" "$broke" -eq 0
 check_cmp "while the writer is over its DirtyLimit=16M (dirty+writeback MiB)" "$(mib "$peak")" -gt 16
 said_held() { journalctl -u mdreclaimd.service -b --no-pager | grep -q "released by .* the write point's throttles wait until then"; }
@@ -203,7 +205,7 @@ check "the daemon said it held the write point back" said_held
 check "the throttle is back once the release ended" wait_for 15 has_high "$w"
 back_ms=$(ms_since "$t_run")
 note "back ${back_ms} ms after the release"
-check_cmp "... not before its 10 s (ms)" "$back_ms" -ge 10000
+check_cmp "... not before its 15 s (ms)" "$back_ms" -ge 15000
 ended() { events_of "$w" release-ended | grep -q .; }
 check "a release-ended event" ended
 
