@@ -52,6 +52,7 @@ typedef struct Manager {
         Observer *observer;
         TriggerSet triggers;
         Actuator *actuator;
+        QueueDepth *queues;             /* device queues the write point keeps shallow */
         WriteRunner write_runner;
         AllocRunner alloc_runner;
         EventLog *events;
