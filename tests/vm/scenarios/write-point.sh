@@ -123,6 +123,8 @@ queue_depth_case() {
     nr=$(cat "$q/nr_requests") ms=$(cat "$q/max_sectors_kb")
     echo "== mdreclaimd enforcing, victim protected, ManageQueueDepth=yes (queue: nr_requests $nr, max_sectors_kb $ms)"
     sed -i 's/^ManageQueueDepth=.*/ManageQueueDepth=yes/' "$conf/etc/mdreclaim/mdreclaimd.conf"
+    cp /tmp/devices-learnt "$state/devices" 2>/dev/null
+    note "device capacities the daemon starts from: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
     : > /tmp/daemon.log
     start_daemon
     in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
@@ -140,8 +142,8 @@ queue_depth_case() {
     check "ManageQueueDepth: the queue was shallow in the middle of the case" test "$(cat /tmp/qd-mid)" = "4 128"
     check "ManageQueueDepth: a clean stop put nr_requests back ($nr)" test "$(cat "$q/nr_requests")" = "$nr"
     check "ManageQueueDepth: ... and max_sectors_kb ($ms)" test "$(cat "$q/max_sectors_kb")" = "$ms"
-    grep -E 'ACTION=(shallow-queue|restore-queue|restore-on-stop|queue-refused)' /tmp/daemon.log | head -n 6 |
-        sed 's/ KNOB=.*//; s/^<[0-9]>/       daemon: /'
+    grep -E 'ACTION=(shallow-queue|restore-queue|restore-on-stop|queue-refused|cap-writes|lift-cap)' /tmp/daemon.log |
+        head -n 14 | sed 's/ KNOB=.*//; s/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
 }
 
 one_fs() {
@@ -209,6 +211,9 @@ start_daemon
 writer_alone writer-mdreclaimd
 stop_daemon TERM
 note "device capacities the daemon learnt: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
+# Kept, so that each daemon case starts from what the writer alone taught it, not from what the
+# case before it left (a capped writer on a device busy with the victim's syncs pulls it down).
+cp "$state/devices" /tmp/devices-learnt 2>/dev/null
 
 echo "== mdreclaimd enforcing, victim protected"
 : > /tmp/daemon.log
