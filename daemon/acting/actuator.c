@@ -14,6 +14,7 @@
 #include "message-ids.h"
 #include "parse-util.h"
 #include "throttle.h"
+#include "unit-name.h"
 #include "util.h"
 
 /* A job in the worker, remembered until it reports back. */
@@ -25,6 +26,8 @@ typedef struct PendingJob {
         uint32_t major, minor;
         uint64_t value;
         uint64_t action_id;             /* an operator's one-shot action */
+        uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then,
+                                         * and the job cancelled in the worker; 0: not superseded */
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */
@@ -47,6 +50,8 @@ struct Actuator {
         EventLog *events;
         const ActuatorOps *ops;
         void *userdata;
+        char *stopping[ACTUATOR_STOPPING_MAX];  /* units systemd is stopping, oldest first */
+        size_t n_stopping;
 };
 
 /* The cgroup, or NULL: *ret_error says why (-ENODEV: gone; another errno: not now, e.g. out of fds). */
@@ -108,7 +113,8 @@ static uint64_t value_ahead(const Actuator *a, const ThrottleEntry *t) {
         uint64_t v = t->applied, cookie = 0;
 
         for (size_t i = 0; i < a->n_pending; i++)
-                if (same_throttle(&a->pending[i], t) && a->pending[i].cookie > cookie) {
+                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded_usec &&
+                    a->pending[i].cookie > cookie) {
                         cookie = a->pending[i].cookie;
                         v = a->pending[i].value;
                 }
@@ -155,19 +161,51 @@ uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
         return 0;
 }
 
-/* Writes the entry's effective value: io.max at once, memory.high through the
- * worker (lowering it makes the kernel reclaim in the writer's context). */
+/*
+ * Whether the kernel takes memory.high=v without reclaiming: v is max or at
+ * least what the cgroup holds now. Such a write (a lift, a raise, a first
+ * budget above the usage) returns at once and is made from the loop; only a
+ * value under the usage, which the kernel reclaims down to in the writer's
+ * context, goes through the worker.
+ */
+static bool high_takes_at_once(const Cgroup *cg, uint64_t v) {
+        uint64_t current;
+
+        return v == THROTTLE_NONE || (cg_dir_read_u64(cg->dirfd, "memory.current", &current) >= 0 && current <= v);
+}
+
+/* The memory.high writes for t still in the worker lose their point: a newer value goes in now. */
+static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t now) {
+        uint64_t cookies[WORKER_QUEUE_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_pending; i++)
+                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded_usec) {
+                        a->pending[i].superseded_usec = now;
+                        cookies[n++] = a->pending[i].cookie;
+                }
+        if (n > 0)
+                (void) worker_cancel(a->worker, cookies, n);
+}
+
+/* Writes the entry's effective value: io.max at once, memory.high at once
+ * where the kernel will not reclaim for it, else through the worker. */
 static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         uint64_t v = throttle_effective(t);
         Job job = { .budget_usec = 5 * USEC_PER_SEC };
         int r;
 
         throttle_format(t->kind, t->major, t->minor, v, job.data, sizeof(job.data));
-        if (t->kind == THROTTLE_IO_WBPS) {
-                r = cgroup_write(cg, "io.max", job.data);
-                if (r >= 0)
-                        t->applied = v;
-                return r;
+        if (t->kind == THROTTLE_IO_WBPS || (a->worker && high_takes_at_once(cg, v))) {
+                uint64_t before_write = now_usec(CLOCK_MONOTONIC);
+
+                r = cgroup_write(cg, throttle_file(t->kind), job.data);
+                if (r < 0)
+                        return r;
+                t->applied = v;
+                if (t->kind == THROTTLE_MEMORY_HIGH)
+                        supersede_writes(a, t, before_write);
+                return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
@@ -215,6 +253,17 @@ static const char *lift_action(ThrottleKind kind) {
         return kind == THROTTLE_IO_WBPS ? "lift-cap" : "restore-memory-high";
 }
 
+static size_t stopping_index(const Actuator *a, const char *unit) {
+        for (size_t i = 0; unit && i < a->n_stopping; i++)
+                if (streq(a->stopping[i], unit))
+                        return i;
+        return SIZE_MAX;
+}
+
+static bool unit_stopping(const Actuator *a, const char *unit) {
+        return stopping_index(a, unit) != SIZE_MAX;
+}
+
 /* Whether an operator's release keeps the cgroup unthrottled now; the first refusal of each release is logged. */
 static bool refused(Actuator *a, const Cgroup *cg, const ThrottleRequest *q) {
         uint64_t now = now_usec(CLOCK_REALTIME);
@@ -241,7 +290,7 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
 
         if (!cg)
                 return err;
-        if (refused(a, cg, q))
+        if (refused(a, cg, q) || unit_stopping(a, unit))
                 return -ECANCELED;
         /* An empty cgroup is about to be removed (a unit that stopped): a throttle set now could
          * only outlive it, holding its last dirty pages to a crawl (not now, for the point). One
@@ -269,7 +318,8 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         r = ledger_request(&a->ledger, cg->path, cg->id, &req, current, now_usec(CLOCK_REALTIME), &t);
         if (r < 0)
                 return r;
-        before = t->applied;
+        /* Against what the file will hold: a write still queued may bring another value. */
+        before = value_ahead(a, t);
         if (throttle_effective(t) == before)
                 return 0;
         /* No record, no write: a throttle the ledger does not hold could outlive a crash. */
@@ -308,7 +358,7 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
         if (!t)
                 return 0;
         ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, q->point);
-        before = t->applied;
+        before = value_ahead(a, t);
         if (cg && throttle_effective(t) != before) {
                 r = apply(a, cg, t);
                 if (r >= 0)
@@ -397,6 +447,53 @@ static int lift_emptied(Actuator *a, uint64_t cgroup_id) {
         const char *why = "the cgroup has no process left";
 
         return lift_on(a, cgroup_id, THROTTLE_IO_WBPS, why) + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
+}
+
+/* Lifts the throttles of one kind on the cgroup of `unit`; returns how many. */
+static int lift_unit(Actuator *a, const char *unit, ThrottleKind kind) {
+        int n = 0;
+
+        /* Backwards: a removal moves the last entry (already seen) into its place. */
+        for (size_t i = a->ledger.n; i > 0; i--) {
+                ThrottleEntry *t = &a->ledger.entries[i - 1];
+                const char *u = cgroup_path_unit(t->path);
+
+                if (t->kind == kind && u && streq(u, unit)) {
+                        (void) lift_released(a, t, "its unit is stopping");
+                        n++;
+                }
+        }
+        return n;
+}
+
+void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping) {
+        size_t i = stopping_index(a, unit);
+        char *copy;
+
+        if (!stopping) {
+                if (i == SIZE_MAX)
+                        return;
+                free(a->stopping[i]);
+                memmove(&a->stopping[i], &a->stopping[i + 1], (a->n_stopping - i - 1) * sizeof(char *));
+                a->n_stopping--;
+                return;
+        }
+        if (i == SIZE_MAX) {
+                copy = strdup(unit);
+                if (!copy) {
+                        log_warning("Out of memory: %s is stopping but not remembered as such", unit);
+                        return;
+                }
+                if (a->n_stopping == ACTUATOR_STOPPING_MAX) {
+                        free(a->stopping[0]);
+                        memmove(&a->stopping[0], &a->stopping[1], (a->n_stopping - 1) * sizeof(char *));
+                        a->n_stopping--;
+                }
+                a->stopping[a->n_stopping++] = copy;
+        }
+        /* The cap first (written at once): it is what holds the leftover dirty pages. */
+        if (lift_unit(a, unit, THROTTLE_IO_WBPS) + lift_unit(a, unit, THROTTLE_MEMORY_HIGH) > 0)
+                (void) persist(a);
 }
 
 /* Records the release of `path`; if the ledger cannot be written, the one it replaced (if any) is back. */
@@ -699,6 +796,11 @@ static int watches_init(Actuator *a, sd_event *event) {
         r = sd_event_add_io(event, &a->inotify_source, a->inotify_fd, EPOLLIN, on_inotify, a);
         if (r < 0)
                 return r;
+        /* First of all sources: an emptied cgroup's cap must be lifted before systemd, woken by
+         * the same change, removes the cgroup with it (then nobody can lift it). */
+        r = sd_event_source_set_priority(a->inotify_source, SD_EVENT_PRIORITY_IMPORTANT - 10);
+        if (r < 0)
+                return r;
         (void) sd_event_source_set_description(a->inotify_source, "cgroup-events");
         return 0;
 }
@@ -809,22 +911,29 @@ static void writeback_event(Actuator *a, const Job *job, const char *unit) {
                      job->result < 0 ? " (failed)" : "", done);
 }
 
-/* A memory.high write came back: the value is in place (an interrupted write set it too; only its reclaim stopped). */
+/*
+ * A memory.high write came back: the value is in place (an interrupted write
+ * set it too; only its reclaim stopped). One cancelled before it was made
+ * changed nothing, and so did one that returned before the newer value was
+ * written from the loop. One that may have landed after that is taken as in
+ * place, and caught up.
+ */
 static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         Cgroup *cg = lookup(a, p->cgroup_id, NULL);
         ThrottleEntry *t = cg ? ledger_find(&a->ledger, cg->path, p->throttle, p->major, p->minor) : NULL;
 
-        if (job->result < 0 && !job->interrupted) {
+        if (job->result < 0 && job->result != -ECANCELED && !job->interrupted) {
                 log_warning_errno(job->result, "%s: writing %s=%s failed: %m", job->path, job->file, job->data);
                 return;
         }
         if (!t)
                 return;
-        t->applied = p->value;
+        if (job->result != -ECANCELED && !(p->superseded_usec && job->finished_usec < p->superseded_usec))
+                t->applied = p->value;
         /* Something else was asked while the write was on its way (a lift, another value): catch up. */
         if (throttle_effective(t) != t->applied && !write_in_flight(a, t))
                 (void) apply(a, cg, t);
-        else if (!throttle_requested(t) && t->applied == t->original)
+        if (!throttle_requested(t) && t->applied == t->original && !write_in_flight(a, t))
                 ledger_remove(&a->ledger, t);
         (void) persist(a);
 }
@@ -883,6 +992,8 @@ Actuator *actuator_free(Actuator *a) {
         closep(&a->inotify_fd);
         free(a->watches);
         ledger_clear(&a->ledger);
+        for (size_t i = 0; i < a->n_stopping; i++)
+                free(a->stopping[i]);
         free(a);
         return NULL;
 }

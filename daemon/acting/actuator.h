@@ -87,6 +87,16 @@ int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const
 /* The release that keeps the cgroup at `path` unthrottled now, or NULL. */
 const LedgerHold *actuator_released(const Actuator *a, const char *path);
 
+/*
+ * systemd says `unit` is stopping (or not any more): while it stops, its
+ * cgroup's throttles are lifted at once (io.max first) and no point may set
+ * one on it (-ECANCELED), since the cgroup is about to be removed with
+ * whatever is on it. At most ACTUATOR_STOPPING_MAX units are remembered (the
+ * oldest goes first); the cgroup.events watch still lifts at emptying.
+ */
+#define ACTUATOR_STOPPING_MAX 64
+void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping);
+
 /* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
 

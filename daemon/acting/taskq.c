@@ -117,7 +117,8 @@ static void *taskq_main(void *arg) {
                 q->running = list_pop(&q->queued);
                 pthread_mutex_unlock(&q->lock);
 
-                run_one(q, q->running);
+                if (!taskq_cancelled(q->running))
+                        run_one(q, q->running);
 
                 pthread_mutex_lock(&q->lock);
                 list_push(&q->done, TAKE_PTR(q->running));
@@ -251,6 +252,29 @@ int taskq_submit(TaskQueue *q, Task *t) {
         pthread_cond_signal(&q->wake);
         pthread_mutex_unlock(&q->lock);
         return 0;
+}
+
+size_t taskq_cancel(TaskQueue *q, bool (*match)(const Task *t, void *arg), void *arg) {
+        size_t n = 0;
+
+        pthread_mutex_lock(&q->lock);
+        for (Task *t = q->queued.head; t; t = t->next)
+                if (!taskq_cancelled(t) && match(t, arg)) {
+                        __atomic_store_n(&t->cancelled, true, __ATOMIC_RELEASE);
+                        n++;
+                }
+        if (q->running && !taskq_cancelled(q->running) && match(q->running, arg)) {
+                __atomic_store_n(&q->running->cancelled, true, __ATOMIC_RELEASE);
+                /* Under the lock: the thread cannot have moved on to another task. */
+                pthread_kill(q->thread, TASKQ_SIGNAL);
+                n++;
+        }
+        pthread_mutex_unlock(&q->lock);
+        return n;
+}
+
+bool taskq_cancelled(const Task *t) {
+        return __atomic_load_n(&t->cancelled, __ATOMIC_ACQUIRE);
 }
 
 size_t taskq_pending(TaskQueue *q) {

@@ -22,6 +22,7 @@ struct Task {
         void (*done)(Task *t, void *userdata);  /* on the loop, with the queue's userdata; frees the task */
         void (*drop)(Task *t, void *userdata);  /* at stop, for a task whose result nobody takes; frees it */
         uint64_t budget_usec;                   /* 0: none */
+        bool cancelled;                         /* the queue's: taskq_cancel() */
         Task *next;                             /* the queue's */
 };
 
@@ -40,6 +41,18 @@ TaskQueue *taskq_free(TaskQueue *q);
 
 /* Queues a task (the queue owns it on success). -EBUSY when full: the caller keeps it. */
 int taskq_submit(TaskQueue *q, Task *t);
+
+/*
+ * Cancels the tasks `match` picks among those queued or running: a queued one
+ * is handed back without being run, the running one is interrupted (a blocked
+ * write returns early) and should not start what it has not started
+ * (taskq_cancelled()). Each is handed back through `done` as usual. Returns
+ * how many were cancelled.
+ */
+size_t taskq_cancel(TaskQueue *q, bool (*match)(const Task *t, void *arg), void *arg);
+
+/* Whether t was cancelled (in its run function: before each step that writes). */
+bool taskq_cancelled(const Task *t);
 
 /* Tasks queued, running or waiting to be handed back. */
 size_t taskq_pending(TaskQueue *q);

@@ -193,7 +193,8 @@ static void job_run(Task *t) {
         __atomic_store_n(&j->started_usec, now_usec(CLOCK_REALTIME), __ATOMIC_RELEASE);
         switch (j->kind) {
         case JOB_FILE_WRITE:
-                j->result = cg_dir_write(j->dirfd, j->file, j->data);
+                /* Superseded while queued (a value written since from the loop): nothing to do. */
+                j->result = taskq_cancelled(t) ? -ECANCELED : cg_dir_write(j->dirfd, j->file, j->data);
                 break;
         case JOB_RECLAIM:
                 run_reclaim(j);
@@ -202,7 +203,8 @@ static void job_run(Task *t) {
                 run_writeback(j);
                 break;
         }
-        j->duration_usec = now_usec(CLOCK_MONOTONIC) - start;
+        j->finished_usec = now_usec(CLOCK_MONOTONIC);
+        j->duration_usec = j->finished_usec - start;
         if (j->result == -EINTR)
                 j->interrupted = true;
         closep(&j->dirfd);
@@ -221,6 +223,8 @@ static void job_done(Task *t, void *userdata) {
         Worker *w = userdata;
         Job *j = job_of(t);
 
+        if (taskq_cancelled(t) && !j->started_usec)
+                j->result = -ECANCELED;         /* never run */
         w->on_done(j, w->userdata);
         job_free(j);
 }
@@ -262,7 +266,7 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         snprintf(j->proc_root, sizeof(j->proc_root), "%s", w->proc_root);
         j->result = 0;
         j->interrupted = false;
-        j->files = j->commits = j->before = j->after = j->duration_usec = j->started_usec = 0;
+        j->files = j->commits = j->before = j->after = j->duration_usec = j->started_usec = j->finished_usec = 0;
         j->dirty_before = j->dirty_after = UINT64_MAX;
         j->dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
         if (j->dirfd < 0)
@@ -274,6 +278,24 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         }
         TAKE_PTR(j);
         return 0;
+}
+
+typedef struct Cookies {
+        const uint64_t *v;
+        size_t n;
+} Cookies;
+
+static bool cookie_matches(const Task *t, void *arg) {
+        const Cookies *c = arg;
+
+        for (size_t i = 0; i < c->n; i++)
+                if (((const Job *) t)->cookie == c->v[i])
+                        return true;
+        return false;
+}
+
+size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n) {
+        return taskq_cancel(w->queue, cookie_matches, &(Cookies) { cookies, n });
 }
 
 size_t worker_pending(Worker *w) {

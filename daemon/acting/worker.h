@@ -45,6 +45,7 @@ typedef struct Job {
         int result;             /* 0 or negative errno (-EAGAIN from memory.reclaim is an outcome) */
         uint64_t started_usec;  /* CLOCK_REALTIME, when the thread took it */
         uint64_t duration_usec;
+        uint64_t finished_usec; /* CLOCK_MONOTONIC, when its last write returned (0: never run) */
         uint64_t before, after; /* memory.current around a reclaim */
         uint64_t files;         /* files a writeback touched */
         uint64_t commits;       /* btrfs transaction commits a writeback started */
@@ -64,6 +65,13 @@ Worker *worker_free(Worker *w);
  * -EBUSY when the queue is full (the caller tries again at a later tick), -ENOMEM.
  */
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
+
+/*
+ * Cancels the jobs with these cookies: one still queued is not run, the one
+ * running is interrupted (a memory.high write's reclaim stops; the value it
+ * set stays). Each comes back to `done`, with -ECANCELED if it never ran.
+ */
+size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n);
 
 /* Jobs queued, running or waiting to be handed back. */
 size_t worker_pending(Worker *w);

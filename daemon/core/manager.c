@@ -522,6 +522,31 @@ static int add_sources(Manager *m) {
         return 0;
 }
 
+static void on_unit_state(const char *unit, UnitState state, void *userdata) {
+        Manager *m = userdata;
+
+        if (state == UNIT_STATE_STOPPING)
+                log_debug("%s is stopping: its throttles go and none is set until it is gone", unit);
+        if (state != UNIT_STATE_OTHER)
+                actuator_unit_stopping(m->actuator, unit, state == UNIT_STATE_STOPPING);
+}
+
+/*
+ * systemd's units, when the daemon watches the host's own tree on a system
+ * that systemd runs: a stopping unit's throttles are lifted as the stop
+ * begins. Anything else (no bus, a test tree) goes on without, said once.
+ */
+static void add_unit_watch(Manager *m) {
+        int r;
+
+        if (!streq(m->args.proc_root ?: "/proc", "/proc") || sd_booted() <= 0)
+                return;
+        r = unit_watch_new(m->event, on_unit_state, m, &m->units);
+        if (r < 0)
+                log_full_errno(LOG_NOTICE, r, "Cannot watch systemd's units on the system bus (%m); a stopping unit's "
+                                 "throttles are lifted once its cgroup is empty");
+}
+
 /* What a previous run learnt of the devices; a file that is missing is no error, one that is odd is said and ignored. */
 static int load_capacities(Manager *m) {
         _cleanup_(conf_diag_clear) ConfDiag diag = {};
@@ -595,6 +620,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         r = add_queues(m);
         if (r < 0)
                 return r;
+        add_unit_watch(m);
         manager_load_history(m);
         r = add_sources(m);
         if (r < 0)
@@ -632,6 +658,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         trigger_set_clear(&m->triggers);
+        unit_watch_free(m->units);
         actuator_free(m->actuator);
         queue_depth_free(m->queues);
         sd_event_source_disable_unref(m->tick_source);

@@ -20,6 +20,7 @@
 #include "observer.h"
 #include "runner.h"
 #include "triggers.h"
+#include "unit-watch.h"
 
 typedef struct ManagerArgs {
         const char *config_root;        /* NULL: the real directories */
@@ -53,6 +54,7 @@ typedef struct Manager {
         TriggerSet triggers;
         Actuator *actuator;
         QueueDepth *queues;             /* device queues the write point keeps shallow */
+        UnitWatch *units;               /* systemd's stopping units; NULL: no system bus (or a test tree) */
         WriteRunner write_runner;
         AllocRunner alloc_runner;
         EventLog *events;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The task queue: tasks run in order off the loop and come back on it; a
- * task past its budget is interrupted; a full queue says so; a stop
- * interrupts the running task, drops the queued ones, and abandons a task
- * that will not return rather than wait for it.
+ * task past its budget is interrupted; a cancelled one is interrupted or
+ * never run; a full queue says so; a stop interrupts the running task, drops
+ * the queued ones, and abandons a task that will not return rather than wait
+ * for it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,6 +114,44 @@ static void test_budget_interrupts(void **state) {
         sd_event_unref(e);
 }
 
+static bool is_id(const Task *task, void *arg) {
+        return ((const T *) task)->id == *(int *) arg;
+}
+
+/* A cancelled task that is running is interrupted; one still queued comes back without running. */
+static void test_cancel(void **state) {
+        sd_event *e = NULL;
+        TaskQueue *q = NULL;
+        int order[4], n = 0, dropped = 0, id;
+        T *blocked = t_new(1, 1, 10 * USEC_PER_SEC, order, &n, &dropped), *queued = t_new(2, 1, 0, order, &n, &dropped);
+        uint64_t t0;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(taskq_new(e, "test", 4, true, NULL, &q), 0);
+        assert_int_equal(taskq_submit(q, &blocked->task), 0);
+        assert_int_equal(taskq_submit(q, &queued->task), 0);
+        for (int i = 0; i < 200 && !taskq_running(q); i++)
+                (void) usleep(5000);
+        assert_ptr_equal(taskq_running(q), &blocked->task);
+        id = 3;
+        assert_int_equal(taskq_cancel(q, is_id, &id), 0);
+        /* The queued one first: were it run, its read would block with no budget to end it. */
+        id = 2;
+        assert_int_equal(taskq_cancel(q, is_id, &id), 1);
+        assert_int_equal(taskq_cancel(q, is_id, &id), 0);       /* once */
+        t0 = now_usec(CLOCK_MONOTONIC);
+        id = 1;
+        assert_int_equal(taskq_cancel(q, is_id, &id), 1);
+        run_until(e, &n, 2);
+        assert_int_equal(n, 2);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        assert_int_equal(order[0], 1);
+        assert_int_equal(order[1], 2);
+        assert_int_equal(last_result, 0);       /* the queued one never ran */
+        taskq_free(q);
+        sd_event_unref(e);
+}
+
 static void test_stop_abandons_what_will_not_return(void **state) {
         sd_event *e = NULL;
         TaskQueue *q = NULL;
@@ -135,6 +174,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_order_and_full),
                 cmocka_unit_test(test_budget_interrupts),
+                cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_stop_abandons_what_will_not_return),
         };
 

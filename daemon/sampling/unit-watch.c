@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "unit-watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+#define UNIT_PATH_PREFIX "/org/freedesktop/systemd1/unit"
+#define UNIT_INTERFACE "org.freedesktop.systemd1.Unit"
+
+struct UnitWatch {
+        sd_bus *bus;
+        sd_bus_slot *match, *subscribe, *disconnected;
+        UnitStateFn fn;
+        void *userdata;
+};
+
+UnitState unit_state_from_string(const char *s) {
+        if (streq(s, "deactivating"))
+                return UNIT_STATE_STOPPING;
+        if (streq(s, "activating") || streq(s, "active"))
+                return UNIT_STATE_STARTING;
+        if (streq(s, "inactive") || streq(s, "failed"))
+                return UNIT_STATE_STOPPED;
+        return UNIT_STATE_OTHER;
+}
+
+/* Body: the interface (s), the changed properties (a{sv}), the invalidated ones (as). */
+int unit_watch_parse(sd_bus_message *m, char *unit, size_t size, UnitState *ret_state) {
+        _cleanup_free_ char *name = NULL;
+        const char *interface, *key, *state = NULL;
+        int r;
+
+        r = sd_bus_path_decode(sd_bus_message_get_path(m), UNIT_PATH_PREFIX, &name);
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(m, "s", &interface);
+        if (r < 0)
+                return r;
+        if (!streq(interface, UNIT_INTERFACE))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                if (streq(key, "ActiveState"))
+                        r = sd_bus_message_read(m, "v", "s", &state);
+                else
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!state)
+                return 0;
+        if (strlen(name) >= size)
+                return -ENAMETOOLONG;
+        memcpy(unit, name, strlen(name) + 1);
+        *ret_state = unit_state_from_string(state);
+        return 1;
+}
+
+static int on_properties(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitWatch *w = userdata;
+        char unit[256];
+        UnitState state;
+        int r = unit_watch_parse(m, unit, sizeof(unit), &state);
+
+        if (r < 0)
+                log_debug_errno(r, "Ignoring a unit's PropertiesChanged signal that cannot be read: %m");
+        else if (r > 0)
+                w->fn(unit, state, w->userdata);
+        return 0;
+}
+
+static int on_subscribed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (e)
+                log_notice("systemd refused the subscription to its units' changes (%s); throttles on a "
+                           "stopping unit are lifted only once its cgroup is empty", e->message ?: e->name);
+        else
+                log_info("Watching systemd's units on the system bus: a stopping unit's throttles go as it stops");
+        return 0;
+}
+
+static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        log_notice("The system bus went away; throttles on a stopping unit are lifted only once its cgroup is empty");
+        return 0;
+}
+
+int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
+        _cleanup_free_ UnitWatch *w = calloc(1, sizeof(UnitWatch));
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->fn = fn;
+        w->userdata = userdata;
+        r = sd_bus_open_system_with_description(&w->bus, "mdreclaimd-units");
+        if (r < 0)
+                return r;
+        /* Never exit or block on it: the daemon works without. */
+        (void) sd_bus_set_exit_on_disconnect(w->bus, false);
+        r = sd_bus_add_match_async(w->bus, &w->match,
+                                   "type='signal',sender='org.freedesktop.systemd1',"
+                                   "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                   "path_namespace='" UNIT_PATH_PREFIX "',arg0='" UNIT_INTERFACE "'",
+                                   on_properties, NULL, w);
+        if (r >= 0)
+                r = sd_bus_match_signal(w->bus, &w->disconnected, "org.freedesktop.DBus.Local", NULL,
+                                        "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, w);
+        if (r >= 0)
+                r = sd_bus_call_method_async(w->bus, &w->subscribe, "org.freedesktop.systemd1",
+                                             "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                                             "Subscribe", on_subscribed, w, NULL);
+        /* Before the loop's other sources: a stop is news the actuator needs at once. */
+        if (r >= 0)
+                r = sd_bus_attach_event(w->bus, event, SD_EVENT_PRIORITY_IMPORTANT - 10);
+        if (r < 0) {
+                unit_watch_free(TAKE_PTR(w));
+                return r;
+        }
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+UnitWatch *unit_watch_free(UnitWatch *w) {
+        if (!w)
+                return NULL;
+        sd_bus_slot_unref(w->match);
+        sd_bus_slot_unref(w->subscribe);
+        sd_bus_slot_unref(w->disconnected);
+        if (w->bus) {
+                (void) sd_bus_detach_event(w->bus);
+                sd_bus_close_unref(w->bus);     /* no flush: a stop never waits on the bus */
+        }
+        free(w);
+        return NULL;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * systemd's word that a unit is stopping, from its PropertiesChanged signals
+ * on the system bus (after Subscribe()). A stopping unit's cgroup is about to
+ * empty and be removed: a throttle still on it then outlives it, so the
+ * actuator lifts them as the stop begins rather than when the last process is
+ * gone, which races with systemd's own removal of the cgroup.
+ *
+ * Optional: without a system bus (no systemd, tests on a fixture tree) the
+ * daemon goes on without it, and the cgroup.events watch alone lifts.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+typedef enum UnitState {
+        UNIT_STATE_OTHER,       /* a state that says nothing here (reloading, maintenance, ...) */
+        UNIT_STATE_STARTING,    /* activating, active: not stopping (any more) */
+        UNIT_STATE_STOPPING,    /* deactivating */
+        UNIT_STATE_STOPPED,     /* inactive, failed */
+} UnitState;
+
+/* `unit`: the unit's name, e.g. "writer.service". */
+typedef void (*UnitStateFn)(const char *unit, UnitState state, void *userdata);
+
+typedef struct UnitWatch UnitWatch;
+
+/* Connects to the system bus and subscribes; -errno when there is no bus to watch (the caller goes on without). */
+int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret);
+UnitWatch *unit_watch_free(UnitWatch *w);
+
+/*
+ * Reads a PropertiesChanged signal of a unit object: its name (decoded from
+ * the object path, into `unit`) and its ActiveState, if the signal carries
+ * one. Returns 1 with both, 0 for a signal without ActiveState or not a
+ * unit's, -errno for a malformed one.
+ */
+int unit_watch_parse(sd_bus_message *m, char *unit, size_t size, UnitState *ret_state);
+
+UnitState unit_state_from_string(const char *s);
