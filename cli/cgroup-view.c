@@ -99,7 +99,13 @@ const char *cell_throttle(char buf[static 48], const Value *t, bool device) {
 
         if (!knob || !cell_size(v, t, "value"))
                 return NULL;
-        if (!streq(knob, "io.max wbps"))
+        /* A device queue's knob (its path names the device): a count or KiB, as sysfs has it. */
+        if (streq(knob, "nr_requests") || streq(knob, "max_sectors_kb")) {
+                uint64_t n = 0;
+
+                (void) value_get_u64(t, "value", &n);
+                snprintf(buf, 48, "%s %" PRIu64, knob, n);
+        } else if (!streq(knob, "io.max wbps"))
                 snprintf(buf, 48, "high %s", v);
         else
                 snprintf(buf, 48, "io%s%s %s/s", device && dev ? " " : "", device && dev ? dev : "", v);

@@ -43,8 +43,21 @@ static bool is_io(const Value *t) {
         return streq_ptr(value_get_str(t, "knob"), "io.max wbps");
 }
 
-/* What the throttle replaced: "max", "1.0G", "12.0M/s". */
+/* A device queue's knob (ManageQueueDepth=): plain numbers, as sysfs has them. */
+static bool is_queue(const Value *t) {
+        const char *knob = value_get_str(t, "knob");
+
+        return streq_ptr(knob, "nr_requests") || streq_ptr(knob, "max_sectors_kb");
+}
+
+/* What the throttle replaced: "max", "1.0G", "12.0M/s", "256". */
 static const char *original_cell(char buf[static 32], const Value *t) {
+        uint64_t v;
+
+        if (is_queue(t) && value_get_u64(t, "original", &v)) {
+                snprintf(buf, 32, "%" PRIu64, v);
+                return buf;
+        }
         if (!value_get_str(t, "knob") || !cell_size(buf, t, "original"))
                 return NULL;
         if (is_io(t) && !streq(buf, "max"))

@@ -21,6 +21,8 @@
 static const char *const kind_names[_THROTTLE_KIND_MAX] = {
         [THROTTLE_MEMORY_HIGH] = "memory.high",
         [THROTTLE_IO_WBPS] = "io.max",
+        [THROTTLE_NR_REQUESTS] = "nr_requests",
+        [THROTTLE_MAX_SECTORS_KB] = "max_sectors_kb",
 };
 
 static const char *const point_names[_POINT_MAX] = {
@@ -59,7 +61,7 @@ ThrottleEntry *ledger_find(Ledger *l, const char *path, ThrottleKind kind, uint3
         for (size_t i = 0; i < l->n; i++) {
                 ThrottleEntry *e = &l->entries[i];
                 if (e->kind == kind && streq(e->path, path) &&
-                    (kind != THROTTLE_IO_WBPS || (e->major == major && e->minor == minor)))
+                    (!throttle_kind_has_device(kind) || (e->major == major && e->minor == minor)))
                         return e;
         }
         return NULL;
@@ -232,6 +234,8 @@ void ledger_unhold(Ledger *l, LedgerHold *h) {
 bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size) {
         if (e->kind == THROTTLE_IO_WBPS)
                 return (e->major != 0 || e->minor != 0) && e->original != 0;
+        if (throttle_kind_is_queue(e->kind))
+                return (e->major != 0 || e->minor != 0) && e->original != 0 && e->original != THROTTLE_NONE;
         if (e->original == THROTTLE_NONE)
                 return true;
         return e->original >= LEDGER_HIGH_FLOOR && (page_size == 0 || e->original % page_size == 0);
@@ -240,6 +244,8 @@ bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size) {
 const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size) {
         if (e->kind == THROTTLE_IO_WBPS)
                 snprintf(buf, size, "io.max %" PRIu32 ":%" PRIu32 " wbps", e->major, e->minor);
+        else if (throttle_kind_is_queue(e->kind))
+                snprintf(buf, size, "%" PRIu32 ":%" PRIu32 " queue %s", e->major, e->minor, kind_names[e->kind]);
         else
                 snprintf(buf, size, "memory.high");
         return buf;

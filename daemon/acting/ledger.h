@@ -20,6 +20,8 @@
 typedef enum ThrottleKind {
         THROTTLE_MEMORY_HIGH,   /* bytes */
         THROTTLE_IO_WBPS,       /* bytes per second, on one device */
+        THROTTLE_NR_REQUESTS,   /* a device's queue depth; `path` names the device, not a cgroup */
+        THROTTLE_MAX_SECTORS_KB,/* the largest request on a device, KiB; `path` as above */
         _THROTTLE_KIND_MAX,
 } ThrottleKind;
 
@@ -32,6 +34,15 @@ typedef enum ThrottlePoint {
 const char *throttle_kind_to_string(ThrottleKind k);
 const char *throttle_point_to_string(ThrottlePoint p);
 
+/* Whether the kind is one device's (io.max wbps=, a device queue's knobs): entries differ by device too. */
+static inline bool throttle_kind_has_device(ThrottleKind k) {
+        return k != THROTTLE_MEMORY_HIGH;
+}
+/* A device queue's knob: kept by the queue-depth actuator, not the cgroups' one. */
+static inline bool throttle_kind_is_queue(ThrottleKind k) {
+        return k == THROTTLE_NR_REQUESTS || k == THROTTLE_MAX_SECTORS_KB;
+}
+
 #define THROTTLE_NONE UINT64_MAX        /* no request / "max" */
 #define LEDGER_MAX 4096                 /* bound on entries */
 #define LEDGER_REASON_MAX 160
@@ -43,7 +54,7 @@ const char *throttle_point_to_string(ThrottlePoint p);
 /* What a point asks of one throttle. */
 typedef struct ThrottleRequest {
         ThrottleKind kind;
-        uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
+        uint32_t major, minor;          /* a device's kind only (throttle_kind_has_device) */
         ThrottlePoint point;
         uint64_t value;                 /* a set only; THROTTLE_NONE: "max" */
         const char *reason;
@@ -76,7 +87,7 @@ typedef struct ThrottleEntry {
         char *path;                     /* cgroup, relative to the cgroup root */
         uint64_t cgroup_id;
         ThrottleKind kind;
-        uint32_t major, minor;          /* THROTTLE_IO_WBPS only */
+        uint32_t major, minor;          /* a device's kind only (throttle_kind_has_device) */
         uint64_t original;              /* value before the daemon touched it (THROTTLE_NONE = "max") */
         uint64_t applied;               /* value the daemon last wrote */
         uint64_t since_usec;            /* CLOCK_REALTIME: when it was first recorded; 0: unknown (a v1 line) */
@@ -167,7 +178,8 @@ bool ledger_adopt_foreign(ThrottleEntry *e, uint64_t found);
  * Whether the entry's original can be a value read from the kernel: for
  * memory.high "max" or a whole number of pages (page_size 0: not checked) of
  * at least LEDGER_HIGH_FLOOR; for io.max a device other than 0:0 and a wbps
- * other than 0. An entry that fails this came from a corrupt ledger:
+ * other than 0; for a device queue's knob a device other than 0:0 and a
+ * number (not "max") other than 0. An entry that fails this came from a corrupt ledger:
  * restoring its original (memory.high=1) would cripple a live cgroup.
  */
 bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size);
@@ -206,5 +218,5 @@ int ledger_load_full(Ledger *l, LedgerLoadReport *ret_report);
  * of the report it logs as warnings itself. */
 int ledger_load(Ledger *l, unsigned *ret_bad_line);
 
-/* One entry as text, for logs: "io.max 8:0 wbps" or "memory.high". */
+/* One entry as text, for logs: "io.max 8:0 wbps", "memory.high", "8:0 queue nr_requests". */
 const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size);

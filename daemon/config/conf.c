@@ -288,6 +288,7 @@ static const ConfKeyDef daemon_keys[] = {
           "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
         { "WritePoint", "GuardRate", cv_percent, offsetof(DaemonSettings, guard_rate_ppm),
           "a percentage of the device's capacity, 0% to wait for a stall (e.g. 70%)" },
+        { "WritePoint", "ManageQueueDepth", cv_bool, offsetof(DaemonSettings, manage_queue_depth), "yes or no" },
         { "Metrics", "TopCgroups", cv_top_cgroups, offsetof(DaemonSettings, metrics.top_cgroups),
           "a number of cgroups from 0 to 1000" },
         { "Metrics", "TopBy", cv_top_by, offsetof(DaemonSettings, metrics.top_by),

@@ -80,6 +80,7 @@ typedef struct DaemonSettings {
         uint32_t global_dirty_guard_ppm;
         uint32_t guard_rate_ppm;                /* writers beside an active protected cgroup, share of
                                                  * the device; 0: capped only once it stalls */
+        bool manage_queue_depth;                /* a shallow device queue while a protected cgroup is active */
         /* [AllocationPoint] */
         uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
         uint64_t throttle_hold_usec;

@@ -36,6 +36,7 @@ const char *manager_state_dir(const Manager *m) {
 
 PointContext manager_context(Manager *m) {
         return (PointContext) { .observer = m->observer, .config = m->config, .actuator = m->actuator,
+                                .queues = m->queues,
                                 .events = m->events };
 }
 
@@ -327,6 +328,7 @@ static void manager_tick_finish(Manager *m) {
                 m->capacities_saved_usec = now;
         }
         actuator_verify(m->actuator);
+        queue_depth_verify(m->queues);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);
         manager_record_history(m);
@@ -575,6 +577,18 @@ static int add_actuator(Manager *m) {
                             &m->actuator);
 }
 
+/* The device queues' own ledger beside the throttles': its entries name a device, not a cgroup. */
+static int add_queues(Manager *m) {
+        _cleanup_free_ char *ledger_file = NULL;
+
+        if (asprintf(&ledger_file, "%s/queues", manager_state_dir(m)) < 0)
+                return -ENOMEM;
+        return queue_depth_new(&(QueueDepthArgs) { .event = m->event, .ledger_file = ledger_file,
+                                                   .sys_fd = m->observer->host->sys_fd, .events = m->events,
+                                                   .changed = on_throttles_changed, .userdata = m },
+                               &m->queues);
+}
+
 int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root, Manager **ret) {
         _cleanup_(config_freep) Config *c = config;
         _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
@@ -603,6 +617,9 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         r = add_actuator(m);
         if (r < 0)
                 return r;
+        r = add_queues(m);
+        if (r < 0)
+                return r;
         add_unit_watch(m);
         manager_load_history(m);
         r = add_sources(m);
@@ -620,6 +637,7 @@ int manager_run(Manager *m) {
                 return log_error_errno(r, "First scan of %s failed: %m", m->observer->root->path);
         /* Throttles a previous run left behind are restored before anything is decided. */
         (void) actuator_recover(m->actuator);
+        (void) queue_depth_recover(m->queues);
         r = manager_tick(m);
         if (r < 0)
                 return log_error_errno(r, "First sample of %s failed: %m", m->observer->root->path);
@@ -629,6 +647,7 @@ int manager_run(Manager *m) {
         (void) sd_notify(false, "READY=1");
         r = sd_event_loop(m->event);
         actuator_restore_all(m->actuator);
+        queue_depth_restore_all(m->queues);
         if (m->observer->devices.known_changed)
                 (void) devstat_save(&m->observer->devices, m->capacities_file);
         manager_save_history(m, manager_now_usec(m));
@@ -641,6 +660,7 @@ Manager *manager_free(Manager *m) {
         trigger_set_clear(&m->triggers);
         unit_watch_free(m->units);
         actuator_free(m->actuator);
+        queue_depth_free(m->queues);
         sd_event_source_disable_unref(m->tick_source);
         sd_event_source_disable_unref(m->slice_source);
         sd_event_source_disable_unref(m->rescan_source);

@@ -53,6 +53,7 @@ typedef struct Manager {
         Observer *observer;
         TriggerSet triggers;
         Actuator *actuator;
+        QueueDepth *queues;             /* device queues the write point keeps shallow */
         UnitWatch *units;               /* systemd's stopping units; NULL: no system bus (or a test tree) */
         WriteRunner write_runner;
         AllocRunner alloc_runner;

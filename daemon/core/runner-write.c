@@ -78,6 +78,22 @@ static ThrottleRequest request_of(const WpAction *a) {
                                    .lifts_when = a->lifts_when };
 }
 
+/* A device's queue made shallow or restored (ManageQueueDepth=); a lift is never only observed. */
+static int queue_action(const PointContext *ctx, const WpAction *a, const CgEntry *e) {
+        QueueRequest q = { .major = a->major, .minor = a->minor, .nr_requests = a->value,
+                           .max_sectors_kb = a->queue_kb, .reason = a->reason, .lifts_when = a->lifts_when };
+
+        if (!ctx->queues)
+                return -ENOTSUP;
+        if (a->kind == WP_LIFT_QUEUE)
+                return queue_depth_lift(ctx->queues, a->major, a->minor, a->reason);
+        if (a->observe) {
+                observe_event(ctx, a, e);
+                return 0;
+        }
+        return queue_depth_set(ctx->queues, &q);
+}
+
 static int execute(const PointContext *ctx, const WpAction *a) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
         ThrottleRequest q = request_of(a);
@@ -104,6 +120,9 @@ static int execute(const PointContext *ctx, const WpAction *a) {
                         return 0;
                 }
                 return e ? write_runner_writeback(ctx, e, a->reason, 0) : -ENODEV;
+        case WP_SET_QUEUE:
+        case WP_LIFT_QUEUE:
+                return queue_action(ctx, a, e);
         }
         return -EINVAL;
 }
@@ -147,6 +166,7 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
                 .guard_rate_ppm = d->guard_rate_ppm,
                 .host_dirty = o->system_signals.dirty_bytes,
                 .host_dirty_threshold = o->system_signals.dirty_threshold_bytes,
+                .manage_queue_depth = d->manage_queue_depth,
         };
         size_t n = gather(ctx, cgroups, ELEMENTSOF(cgroups)), nd = 0;
 
@@ -165,7 +185,8 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
                         failed(w, ctx, a, r, now);
                 else
                         point_counters_count(&w->counters, a->kind,
-                                             a->kind == WP_LIFT_CAP || a->kind == WP_LIFT_BUDGET, a->observe, r);
+                                             a->kind == WP_LIFT_CAP || a->kind == WP_LIFT_BUDGET ||
+                                             a->kind == WP_LIFT_QUEUE, a->observe, r);
         }
 }
 

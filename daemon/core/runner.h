@@ -15,12 +15,14 @@
 #include "conf.h"
 #include "event-log.h"
 #include "observer.h"
+#include "queue-depth.h"
 #include "write-point.h"
 
 typedef struct PointContext {
         Observer *observer;
         const Config *config;
         Actuator *actuator;
+        QueueDepth *queues;             /* device queues (ManageQueueDepth=) */
         EventLog *events;
 } PointContext;
 

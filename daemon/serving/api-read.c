@@ -517,8 +517,9 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
                 return k;
         if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
-        k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
-        if (k < 0 || t->kind != THROTTLE_IO_WBPS)
+        k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" :
+                         throttle_kind_is_queue(t->kind) ? throttle_kind_to_string(t->kind) : "memory.high");
+        if (k < 0 || !throttle_kind_has_device(t->kind))
                 return k;
         snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, t->major, t->minor);
         return bus_dict_str(r, "device", dev);
@@ -526,7 +527,8 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
 
 /* Its value, what it replaced, who asked, since when, why and until when. */
 static int throttle_story(sd_bus_message *r, Manager *m, const ThrottleEntry *t) {
-        const LedgerHold *h = actuator_released(m->actuator, t->path);
+        /* A device's queue is no cgroup's: an operator's release does not cover it. */
+        const LedgerHold *h = throttle_kind_is_queue(t->kind) ? NULL : actuator_released(m->actuator, t->path);
         const char *points[_POINT_MAX];
         char text[_POINT_MAX * (LEDGER_REASON_MAX + LEDGER_LIFTS_MAX)];
         size_t n = 0;
@@ -579,9 +581,7 @@ static int append_release(sd_bus_message *r, Manager *m, const LedgerHold *h) {
         return bus_dict_u64(r, "released_until_usec", h->until_usec);
 }
 
-static int append_throttles(sd_bus_message *r, Manager *m) {
-        const Ledger *l = actuator_ledger(m->actuator);
-        uint64_t now = now_usec(CLOCK_REALTIME);
+static int append_entries(sd_bus_message *r, Manager *m, const Ledger *l) {
         int k = 0;
 
         for (size_t i = 0; k >= 0 && i < l->n; i++) {
@@ -593,6 +593,17 @@ static int append_throttles(sd_bus_message *r, Manager *m) {
                 if (k >= 0)
                         k = sd_bus_message_close_container(r);
         }
+        return k;
+}
+
+/* The cgroups' throttles, the device queues kept shallow, the releases. */
+static int append_throttles(sd_bus_message *r, Manager *m) {
+        const Ledger *l = actuator_ledger(m->actuator);
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        int k = append_entries(r, m, l);
+
+        if (k >= 0 && m->queues)
+                k = append_entries(r, m, queue_depth_ledger(m->queues));
         for (size_t i = 0; k >= 0 && i < l->n_holds; i++) {
                 if (l->holds[i].until_usec <= now)
                         continue;       /* ended: dropped at the next tick */

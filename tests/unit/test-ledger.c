@@ -523,6 +523,49 @@ static void test_io_max(void **state) {
         assert_string_equal(throttle_format(THROTTLE_MEMORY_HIGH, 0, 0, THROTTLE_NONE, buf, sizeof(buf)), "max");
 }
 
+/* A device queue's knobs: one entry per device and knob, kept across a save, never "max". */
+static void test_queue_knobs(void **state) {
+        char dir[] = "/tmp/mdreclaim-ledger-XXXXXX", file[64], what[48];
+        ThrottleEntry *e, q = { .kind = THROTTLE_NR_REQUESTS, .major = 254, .minor = 16, .original = 256 };
+        Ledger l, k;
+        unsigned bad;
+
+        assert_true(throttle_original_plausible(&q, 4096));
+        q.original = THROTTLE_NONE;
+        assert_false(throttle_original_plausible(&q, 4096));
+        q.original = 0;
+        assert_false(throttle_original_plausible(&q, 4096));
+        q = (ThrottleEntry) { .kind = THROTTLE_MAX_SECTORS_KB, .original = 1280 };
+        assert_false(throttle_original_plausible(&q, 4096));   /* device 0:0 */
+        q.major = 8;
+        assert_string_equal(throttle_describe(&q, what, sizeof(what)), "8:0 queue max_sectors_kb");
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/queues", dir);
+        ledger_init(&l, file);
+        assert_int_equal(request(&l, "/sys/block/vdb/queue", 0, THROTTLE_NR_REQUESTS, 254, 16, POINT_WRITE, 4, "r",
+                                 256, &e), 0);
+        assert_int_equal(request(&l, "/sys/block/vdb/queue", 0, THROTTLE_NR_REQUESTS, 254, 32, POINT_WRITE, 4, "r",
+                                 64, &e), 0);
+        assert_int_equal(request(&l, "/sys/block/vdb/queue", 0, THROTTLE_MAX_SECTORS_KB, 254, 16, POINT_WRITE, 128,
+                                 "r", 1280, &e), 0);
+        assert_int_equal(l.n, 3);
+        assert_int_equal(throttle_effective(ledger_find(&l, "/sys/block/vdb/queue", THROTTLE_NR_REQUESTS, 254, 32)), 4);
+        assert_int_equal(ledger_save(&l), 0);
+        ledger_init(&k, file);
+        assert_int_equal(ledger_load(&k, &bad), 0);
+        assert_int_equal(bad, 0);
+        assert_int_equal(k.n, 3);
+        e = ledger_find(&k, "/sys/block/vdb/queue", THROTTLE_MAX_SECTORS_KB, 254, 16);
+        assert_non_null(e);
+        assert_int_equal(e->original, 1280);
+        assert_int_equal(e->requested[POINT_WRITE], 128);
+        ledger_clear(&k);
+        ledger_clear(&l);
+        unlink(file);
+        rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lower_request_wins),
@@ -536,6 +579,7 @@ int main(void) {
                 cmocka_unit_test(test_long_line_is_skipped),
                 cmocka_unit_test(test_entries_past_the_bound),
                 cmocka_unit_test(test_implausible_originals),
+                cmocka_unit_test(test_queue_knobs),
                 cmocka_unit_test(test_plausibility),
                 cmocka_unit_test(test_save_ignores_planted_link),
                 cmocka_unit_test(test_since_and_lifts_when),

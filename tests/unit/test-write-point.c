@@ -656,8 +656,101 @@ static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/x", "/"));
 }
 
+static const WpAction *find_queue(WpActionKind k) {
+        for (size_t i = 0; i < plan.n; i++)
+                if (plan.actions[i].kind == k)
+                        return &plan.actions[i];
+        return NULL;
+}
+
+static __attribute__((returns_nonnull)) const WpAction *must_queue(WpActionKind k) {
+        const WpAction *a = find_queue(k);
+
+        if (!a) {
+                fail_msg("no %s action", wp_action_to_string(k));
+                abort();
+        }
+        return a;
+}
+
+/* ManageQueueDepth=: shallow from the first tick the protected cgroup does io, restored after the hold time. */
+static void test_queue_shallow_while_protected_is_active(void **s) {
+        const WpAction *a;
+
+        decide(1 * SEC);
+        assert_null(find_queue(WP_SET_QUEUE));  /* off by default */
+
+        st.manage_queue_depth = true;
+        decide(2 * SEC);
+        a = must_queue(WP_SET_QUEUE);
+        assert_int_equal(a->major, 8);
+        assert_int_equal(a->minor, 0);
+        assert_int_equal(a->value, WP_QUEUE_NR_REQUESTS);
+        assert_int_equal(a->queue_kb, WP_QUEUE_MAX_SECTORS_KB);
+        assert_int_equal(a->cgroup_id, 1);
+        assert_false(a->observe);
+        assert_non_null(strstr(a->reason, "/victim.slice/db.service does io on 8:0"));
+        assert_non_null(strstr(a->lifts_when, "CapHoldTime"));
+        /* Asked for once, held while the victim is active, or waits on io without completing any. */
+        decide(3 * SEC);
+        assert_null(find_queue(WP_SET_QUEUE));
+        victim_dev[0].wbytes_per_sec = 0;
+        cg[0].io_stall_ppm = 900000;
+        decide(12 * SEC);
+        assert_null(find_queue(WP_LIFT_QUEUE));
+        /* Idle for the hold time: restored. */
+        cg[0].io_stall_ppm = 0;
+        decide(20 * SEC);
+        assert_null(find_queue(WP_LIFT_QUEUE));
+        decide(22 * SEC);
+        a = must_queue(WP_LIFT_QUEUE);
+        assert_int_equal(a->major, 8);
+        assert_false(a->observe);
+        assert_int_equal(state.n_queues, 0);
+        decide(23 * SEC);
+        assert_int_equal(plan.n, 0);
+}
+
+/* Writers alone, nobody protected active: the queue is never touched. */
+static void test_queue_untouched_without_protected_io(void **s) {
+        st.manage_queue_depth = true;
+        victim_dev[0].wbytes_per_sec = 0;
+        for (uint64_t t = 1; t < 5; t++)
+                decide(t * SEC);
+        assert_int_equal(state.n_queues, 0);
+        assert_null(find_queue(WP_SET_QUEUE));
+}
+
+/* Turned off while in force: restored at once. A failed set is asked again; observe only logs. */
+static void test_queue_off_forget_and_observe(void **s) {
+        st.manage_queue_depth = true;
+        decide(1 * SEC);
+        write_point_forget(&state, must_queue(WP_SET_QUEUE));
+        assert_int_equal(state.n_queues, 0);
+        decide(2 * SEC);
+        assert_non_null(find_queue(WP_SET_QUEUE));
+        st.manage_queue_depth = false;
+        decide(3 * SEC);
+        assert_non_null(find_queue(WP_LIFT_QUEUE));
+        assert_non_null(strstr(must_queue(WP_LIFT_QUEUE)->reason, "ManageQueueDepth is off"));
+
+        st.manage_queue_depth = true;
+        victim_policy.mode = POLICY_MODE_OBSERVE;
+        decide(4 * SEC);
+        assert_true(must_queue(WP_SET_QUEUE)->observe);
+        decide(5 * SEC);
+        assert_null(find_queue(WP_SET_QUEUE));
+        /* Enforcing now: asked for in earnest. */
+        victim_policy.mode = POLICY_MODE_ENFORCE;
+        decide(6 * SEC);
+        assert_false(must_queue(WP_SET_QUEUE)->observe);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_queue_shallow_while_protected_is_active, setup),
+                cmocka_unit_test_setup(test_queue_untouched_without_protected_io, setup),
+                cmocka_unit_test_setup(test_queue_off_forget_and_observe, setup),
                 cmocka_unit_test_setup(test_nobody_capped_without_stall, setup),
                 cmocka_unit_test_setup(test_stall_caps_the_heaviest_writer_then_steps_down_to_floor, setup),
                 cmocka_unit_test_setup(test_first_cap_bounded_by_capacity, setup),
