@@ -86,8 +86,10 @@ static void throttle_event(Actuator *a, const char *action, const char *unit, co
         snprintf(f_before, sizeof(f_before), "BEFORE=%s", b);
         snprintf(f_after, sizeof(f_after), "AFTER=%s", v);
         snprintf(f_reason, sizeof(f_reason), "REASON=%s", reason);
-        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
-        event_record(a->events, &(LogEvent) { .level = LOG_NOTICE, .message_id = MESSAGE_THROTTLE, .cgroup = t->path,
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", throttle_knob(t->kind));
+        /* A swap hold comes and goes with each cache-only reclaim: said, not announced. */
+        event_record(a->events, &(LogEvent) { .level = t->kind == THROTTLE_SWAP_MAX ? LOG_INFO : LOG_NOTICE,
+                                              .message_id = MESSAGE_THROTTLE, .cgroup = t->path,
                                               .unit = unit, .action = action, .fields = fields },
                      "%s: %s %s -> %s (%s)", t->path, throttle_describe(t, what, sizeof(what)), b, v, reason);
 }
@@ -183,15 +185,16 @@ static void supersede_writes(Actuator *a, const ThrottleEntry *t) {
                 (void) worker_cancel(a->worker, cookies, n);
 }
 
-/* Writes the entry's effective value: io.max at once, memory.high at once
- * where the kernel will not reclaim for it, else through the worker. */
+/* Writes the entry's effective value: io.max and memory.swap.max at once,
+ * memory.high at once where the kernel will not reclaim for it, else through
+ * the worker. */
 static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         uint64_t v = throttle_effective(t);
         Job job = { .budget_usec = 5 * USEC_PER_SEC };
         int r;
 
         throttle_format(t->kind, t->major, t->minor, v, job.data, sizeof(job.data));
-        if (t->kind == THROTTLE_IO_WBPS || (a->worker && high_takes_at_once(cg, v))) {
+        if (t->kind != THROTTLE_MEMORY_HIGH || (a->worker && high_takes_at_once(cg, v))) {
                 r = cgroup_write(cg, throttle_file(t->kind), job.data);
                 if (r < 0)
                         return r;
@@ -239,10 +242,14 @@ static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point, con
 static const char *set_action(const ThrottleRequest *q) {
         if (q->kind == THROTTLE_IO_WBPS)
                 return "cap-writes";
+        if (q->kind == THROTTLE_SWAP_MAX)
+                return "hold-swap";
         return q->point == POINT_WRITE ? "dirty-budget" : "throttle-allocations";
 }
 
 static const char *lift_action(ThrottleKind kind) {
+        if (kind == THROTTLE_SWAP_MAX)
+                return "restore-swap-max";
         return kind == THROTTLE_IO_WBPS ? "lift-cap" : "restore-memory-high";
 }
 
@@ -313,8 +320,8 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
                 return r;
         }
         throttle_event(a, set_action(q), unit, t, before, throttle_effective(t), q->reason);
-        if (q->kind == THROTTLE_IO_WBPS)
-                (void) persist(a);
+        if (q->kind != THROTTLE_MEMORY_HIGH)
+                (void) persist(a);      /* written at once: ->applied moved */
         return 0;
 }
 
@@ -600,7 +607,7 @@ static void drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
         const char *fields[] = { f_knob, f_dev, f_value, "OBSERVE=no", NULL };
 
         format_value(t->applied, v, sizeof(v));
-        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", throttle_knob(t->kind));
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, t->major, t->minor);
         snprintf(f_value, sizeof(f_value), "VALUE=%s", v);
         event_record(a->events, &(LogEvent) { .level = LOG_WARNING, .message_id = MESSAGE_THROTTLE,

@@ -21,6 +21,7 @@
 static const char *const kind_names[_THROTTLE_KIND_MAX] = {
         [THROTTLE_MEMORY_HIGH] = "memory.high",
         [THROTTLE_IO_WBPS] = "io.max",
+        [THROTTLE_SWAP_MAX] = "memory.swap.max",
 };
 
 static const char *const point_names[_POINT_MAX] = {
@@ -234,6 +235,9 @@ bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size) {
                 return (e->major != 0 || e->minor != 0) && e->original != 0;
         if (e->original == THROTTLE_NONE)
                 return true;
+        /* Any size of swap, none included, is a cgroup's own choice; the kernel keeps it in pages. */
+        if (e->kind == THROTTLE_SWAP_MAX)
+                return page_size == 0 || e->original % page_size == 0;
         return e->original >= LEDGER_HIGH_FLOOR && (page_size == 0 || e->original % page_size == 0);
 }
 
@@ -241,8 +245,19 @@ const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size) {
         if (e->kind == THROTTLE_IO_WBPS)
                 snprintf(buf, size, "io.max %" PRIu32 ":%" PRIu32 " wbps", e->major, e->minor);
         else
-                snprintf(buf, size, "memory.high");
+                snprintf(buf, size, "%s", throttle_knob(e->kind));
         return buf;
+}
+
+const char *throttle_knob(ThrottleKind k) {
+        switch (k) {
+        case THROTTLE_IO_WBPS:
+                return "io.max wbps";
+        case THROTTLE_SWAP_MAX:
+                return "memory.swap.max";
+        default:
+                return "memory.high";
+        }
 }
 
 /* ---- on disk: one line per entry, tab-separated, text fields escaped ---- */

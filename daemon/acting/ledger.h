@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The throttle ledger: every memory.high and io.max wbps= the daemon sets,
+ * The throttle ledger: every memory.high and io.max wbps= the daemon sets
+ * (and memory.swap.max, held at 0 while a cache-only reclaim runs),
  * with the value it replaced, since when, and which point asked for what, why
  * and until when; and the cgroups an operator released (no throttle until a
  * time). It is written to disk (atomically) before a throttle is applied,
@@ -20,6 +21,7 @@
 typedef enum ThrottleKind {
         THROTTLE_MEMORY_HIGH,   /* bytes */
         THROTTLE_IO_WBPS,       /* bytes per second, on one device */
+        THROTTLE_SWAP_MAX,      /* memory.swap.max, bytes: held at 0 for the length of a cache-only reclaim */
         _THROTTLE_KIND_MAX,
 } ThrottleKind;
 
@@ -166,7 +168,8 @@ bool ledger_adopt_foreign(ThrottleEntry *e, uint64_t found);
 /*
  * Whether the entry's original can be a value read from the kernel: for
  * memory.high "max" or a whole number of pages (page_size 0: not checked) of
- * at least LEDGER_HIGH_FLOOR; for io.max a device other than 0:0 and a wbps
+ * at least LEDGER_HIGH_FLOOR; for memory.swap.max "max" or a whole number of
+ * pages (0 included); for io.max a device other than 0:0 and a wbps
  * other than 0. An entry that fails this came from a corrupt ledger:
  * restoring its original (memory.high=1) would cripple a live cgroup.
  */
@@ -206,5 +209,8 @@ int ledger_load_full(Ledger *l, LedgerLoadReport *ret_report);
  * of the report it logs as warnings itself. */
 int ledger_load(Ledger *l, unsigned *ret_bad_line);
 
-/* One entry as text, for logs: "io.max 8:0 wbps" or "memory.high". */
+/* The knob of a kind, for events and the control API: "io.max wbps", "memory.high", "memory.swap.max". */
+const char *throttle_knob(ThrottleKind k);
+
+/* One entry as text, for logs: "io.max 8:0 wbps", "memory.high" or "memory.swap.max". */
 const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size);
