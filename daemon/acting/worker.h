@@ -37,6 +37,7 @@ typedef struct Job {
         uint64_t bytes;
         uint64_t step;          /* JOB_RECLAIM: at most this much per write (0: all at once) */
         bool swappiness0;       /* JOB_RECLAIM: add " swappiness=0" (cache only) */
+        bool swap_held;         /* JOB_RECLAIM: the submitter holds memory.swap.max at 0 for its length */
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t budget_usec;
         char path[256];         /* for messages */
