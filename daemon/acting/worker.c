@@ -38,11 +38,21 @@ static Job *job_of(Task *t) {
         return (Job *) t;       /* the task is the job's first member */
 }
 
+/*
+ * One write to memory.reclaim asks for at most this much. The kernel looks
+ * for a signal only between its reclaim passes, and one pass goes on until
+ * it has freed what it was asked for: swapping out to a saturated 16 MiB/s
+ * disk, a 64 MiB write kept a stopping daemon alive 2.7-5.5 s
+ * (docs/allocation-point.md); 8 MiB is half a second there.
+ */
+#define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
+
 /* memory.reclaim in steps: small writes block briefly, the overshoot of each
- * stays small, and the job stops when a step frees nothing or time runs out. */
+ * stays small, and the job stops when it has freed what it asked for, when a
+ * step frees nothing, or when time runs out (or the daemon stops). */
 static void run_reclaim(Job *j) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
-        uint64_t step = j->step ? j->step : j->bytes, done = 0, last;
+        uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last;
         char buf[64];
 
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
@@ -53,7 +63,8 @@ static void run_reclaim(Job *j) {
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
                 j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
                 (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);
-                done += ask;
+                /* A step that freed more than asked (slab comes in large batches) counts as much. */
+                done += MAX(ask, u64_delta(last, now_current));
                 /* EAGAIN: it got less than asked (frees can be deferred: measure, do not trust). */
                 if (j->result < 0 && j->result != -EAGAIN)
                         break;
