@@ -24,6 +24,7 @@ typedef struct PendingJob {
         ThrottleKind throttle;          /* JOB_FILE_WRITE of a throttle */
         uint32_t major, minor;
         uint64_t value;
+        uint64_t from;                  /* memory.high: the value it steps down from (worker.c) */
         uint64_t action_id;             /* an operator's one-shot action */
         bool superseded;                /* a newer value was written from the loop; cancelled in the worker */
 } PendingJob;
@@ -204,7 +205,8 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
                 return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
-        return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
+        return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
+                                                  .from = value_ahead(a, t) });
 }
 
 static void watches_sync(Actuator *a);
@@ -512,11 +514,16 @@ static bool end_releases(Actuator *a, bool quiet) {
         return changed;
 }
 
-/* Whether `value` is what a write of ours on its way (or abandoned at stop) puts in t's file. */
+/* Whether `value` is what a write of ours on its way (or abandoned at stop) puts in t's file: its
+ * value, or for memory.high one of the steps it takes down to it (worker.c). */
 static bool pending_value(const Actuator *a, const ThrottleEntry *t, uint64_t value) {
-        for (size_t i = 0; i < a->n_pending; i++)
-                if (same_throttle(&a->pending[i], t) && a->pending[i].value == value)
+        for (size_t i = 0; i < a->n_pending; i++) {
+                const PendingJob *p = &a->pending[i];
+
+                if (same_throttle(p, t) && (p->value == value || (t->kind == THROTTLE_MEMORY_HIGH &&
+                                                                  p->value < value && value < p->from)))
                         return true;
+        }
         return false;
 }
 
