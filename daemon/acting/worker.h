@@ -2,9 +2,11 @@
 /*
  * The cgroup jobs that may block in the kernel, run off the event loop on
  * the task queue (taskq.h): writes to memory.high (lowering it reclaims in
- * the writer's context), memory.reclaim in measured steps, and writeback of
- * the files a cgroup's tasks hold open for writing, in bounded ranges. Each
- * job has a time budget; at stop the running one is interrupted.
+ * the writer's context: lowered in steps of at most 8 MiB under the usage),
+ * memory.reclaim in measured steps of at most 8 MiB, and writeback of the
+ * files a cgroup's tasks hold open for writing, in bounded ranges. Each job
+ * has a time budget; at stop the running one is interrupted, and returns
+ * once the kernel is done with its current step.
  */
 #pragma once
 
