@@ -10,9 +10,10 @@
 # the anon out to a swap file on the same disk). Then a 2G reclaim is asked
 # (mdctl reclaim --bytes 2G: memory.reclaim, swapping out) and a cache-only
 # one behind it (memory.swap.max held at 0 while it is queued), SIGTERM
-# 1.5 s later. Printed per run: the daemon's threads and where the worker
-# is in the kernel (its syscall's file, its stack), the time from SIGTERM
-# to the process's end, memory.high and memory.swap.max after.
+# as soon as the worker is seen inside a write to a cgroup file. Printed
+# per run: that file, the time from SIGTERM to the process's end, when
+# memory.high and memory.swap.max were the operator's again, and their
+# values after.
 #   MDRECLAIMD=... MDCTL=... tests/vm/vmtest --timeout 600 bench-alloc-stop
 . "$(dirname "$0")/lib.sh"
 need_daemon
@@ -28,19 +29,8 @@ fallocate -l 256M "$mnt/swapfile" && chmod 600 "$mnt/swapfile" && mkswap "$mnt/s
     swapon "$mnt/swapfile" || fatal "cannot turn swap on"
 fallocate -l 300M "$mnt/clean"
 high_orig=943718400 swap_orig=314572800
-threads() {
-    local t
-    for t in /proc/"$1"/task/*; do
-        printf '       thread %s %s state=%s wchan=%s\n' "${t##*/}" "$(cat "$t/comm")" \
-            "$(awk '{ print $3 }' "$t/stat")" "$(cat "$t/wchan" 2> /dev/null)"
-        [ "$(awk '{ print $3 }' "$t/stat")" = S ] && [ "$(cat "$t/wchan")" = do_epoll_wait ] && continue
-        printf '           syscall %s -> %s\n' "$(cut -d' ' -f1,2 "$t/syscall")" \
-            "$(readlink "/proc/$1/fd/$(( $(cut -d' ' -f2 "$t/syscall") ))" 2> /dev/null)"
-        grep -E 'reclaim|high|shrink|pageout|writepage|rq_qos' "$t/stack" 2> /dev/null | head -n 8 | sed 's/^/           /'
-    done
-}
 one() { # N KIND(reclaim|cacheonly|high)
-    local cg pid t0 t1 writer holder poller exit_ms
+    local cg pid t0 t1 writer holder poller exit_ms in_write= before
     echo "==== run $1: $2"
     cg=$(new_cgroup mdr-stop) || fatal "no cgroup"
     echo "$high_orig" > "$cg/memory.high"; echo "$swap_orig" > "$cg/memory.swap.max"
@@ -61,20 +51,21 @@ one() { # N KIND(reclaim|cacheonly|high)
     queued) mdctl reclaim /mdr-stop --bytes 2G; mdctl reclaim /mdr-stop --cache-only ;;
     high) ;;
     esac
-    sleep "${SETTLE:-1.5}"
-    note "before SIGTERM: high $(cat "$cg/memory.high"), swap.max $(cat "$cg/memory.swap.max"); ledger: $(grep -c mdr-stop "$state/throttles" 2> /dev/null) entries"
-    threads "$pid"
+    # SIGTERM as soon as the worker is seen inside a write to a cgroup file (15 s at most)
+    for _ in $(seq 300); do in_write=$(cgroup_write_of "$pid") && break; sleep 0.05; done
+    before="high $(cat "$cg/memory.high"), swap.max $(cat "$cg/memory.swap.max")"
     t0=$(date +%s%N)
-    # when both are the operator's again, in ms after SIGTERM
+    # when both are the operator's again, in ms after SIGTERM (read with cat under TCG: coarse)
     (while [ "$(cat "$cg/memory.high")" != "$high_orig" ] || [ "$(cat "$cg/memory.swap.max")" != "$swap_orig" ]; do
         sleep 0.02; done; echo $(( ($(date +%s%N) - t0) / 1000000 ))) > /tmp/restored &
     poller=$!
     kill -TERM "$pid"
+    note "worker at SIGTERM: ${in_write:-not inside a cgroup file write}; $before"
     wait "$pid"
     t1=$(date +%s%N)
     sleep 0.5; kill "$poller" 2> /dev/null; wait "$poller" 2> /dev/null
     exit_ms=$(( (t1 - t0) / 1000000 ))
-    echo "RESULT run=$1 kind=$2 exit_ms=$exit_ms restored_ms=$(cat /tmp/restored) high_after=$(cat "$cg/memory.high") swap_after=$(cat "$cg/memory.swap.max")"
+    echo "RESULT run=$1 kind=$2 in_write=${in_write:-none} exit_ms=$exit_ms restored_ms=$(cat /tmp/restored) high_after=$(cat "$cg/memory.high") swap_after=$(cat "$cg/memory.swap.max")"
     check_cmp "run $1: the daemon ended within 2 s of SIGTERM (ms)" "$exit_ms" -le 2000
     check "run $1: memory.high and memory.swap.max are the operator's" \
         test "$(cat "$cg/memory.high") $(cat "$cg/memory.swap.max")" = "$high_orig $swap_orig"
