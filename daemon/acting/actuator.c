@@ -801,31 +801,7 @@ void actuator_verify(Actuator *a) {
                 (void) persist(a);
 }
 
-/*
- * At stop, the cgroup whose reclaim (or lowering of memory.high) the worker
- * runs gets memory.swap.max 0, recorded like any hold and restored with the
- * rest. A reclaim pass in the kernel looks for a signal only when it ends,
- * and one that swaps out to a saturated disk does not end before it has
- * freed what it asked for, however small the ask (pages sent to swap are
- * freed only once written): in the VM, 5.5 s with 8 MiB asked. With no swap
- * allowed, the rest of the pass leaves anonymous memory alone and ends.
- */
-static void stop_swapping(Actuator *a) {
-        ThrottleRequest q = { .kind = THROTTLE_SWAP_MAX, .point = POINT_ALLOCATION, .value = 0,
-                              .reason = "daemon stopping: the reclaim in the kernel ends sooner without swap" };
-        uint64_t started, cookie = a->worker ? worker_running_cookie(a->worker, &started) : 0;
-
-        for (size_t i = 0; cookie && i < a->n_pending; i++) {
-                const PendingJob *p = &a->pending[i];
-
-                if (p->cookie == cookie && (p->kind == JOB_RECLAIM ||
-                                            (p->kind == JOB_FILE_WRITE && p->throttle == THROTTLE_MEMORY_HIGH)))
-                        (void) actuator_throttle_set(a, p->cgroup_id, &q);
-        }
-}
-
 void actuator_restore_all(Actuator *a) {
-        stop_swapping(a);
         /* No write of ours may land after its entry is restored: the worker stops first (a queued
          * write is dropped, one inside the kernel interrupted or abandoned); what such a write put
          * in a file counts as ours below. */
