@@ -25,6 +25,7 @@ typedef struct PendingJob {
         ThrottleKind throttle;          /* JOB_FILE_WRITE of a throttle */
         uint32_t major, minor;
         uint64_t value;
+        uint64_t from;                  /* memory.high: the value it steps down from (worker.c) */
         uint64_t action_id;             /* an operator's one-shot action */
         uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then,
                                          * and the job cancelled in the worker; 0: not superseded */
@@ -90,8 +91,10 @@ static void throttle_event(Actuator *a, const char *action, const char *unit, co
         snprintf(f_before, sizeof(f_before), "BEFORE=%s", b);
         snprintf(f_after, sizeof(f_after), "AFTER=%s", v);
         snprintf(f_reason, sizeof(f_reason), "REASON=%s", reason);
-        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
-        event_record(a->events, &(LogEvent) { .level = LOG_NOTICE, .message_id = MESSAGE_THROTTLE, .cgroup = t->path,
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", throttle_knob(t->kind));
+        /* A swap hold comes and goes with each cache-only reclaim: said, not announced. */
+        event_record(a->events, &(LogEvent) { .level = t->kind == THROTTLE_SWAP_MAX ? LOG_INFO : LOG_NOTICE,
+                                              .message_id = MESSAGE_THROTTLE, .cgroup = t->path,
                                               .unit = unit, .action = action, .fields = fields },
                      "%s: %s %s -> %s (%s)", t->path, throttle_describe(t, what, sizeof(what)), b, v, reason);
 }
@@ -188,15 +191,16 @@ static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t now) 
                 (void) worker_cancel(a->worker, cookies, n);
 }
 
-/* Writes the entry's effective value: io.max at once, memory.high at once
- * where the kernel will not reclaim for it, else through the worker. */
+/* Writes the entry's effective value: io.max and memory.swap.max at once,
+ * memory.high at once where the kernel will not reclaim for it, else through
+ * the worker. */
 static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         uint64_t v = throttle_effective(t);
         Job job = { .budget_usec = 5 * USEC_PER_SEC };
         int r;
 
         throttle_format(t->kind, t->major, t->minor, v, job.data, sizeof(job.data));
-        if (t->kind == THROTTLE_IO_WBPS || (a->worker && high_takes_at_once(cg, v))) {
+        if (t->kind != THROTTLE_MEMORY_HIGH || (a->worker && high_takes_at_once(cg, v))) {
                 uint64_t before_write = now_usec(CLOCK_MONOTONIC);
 
                 r = cgroup_write(cg, throttle_file(t->kind), job.data);
@@ -208,7 +212,8 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
                 return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
-        return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v });
+        return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
+                                                  .from = value_ahead(a, t) });
 }
 
 static void watches_sync(Actuator *a);
@@ -246,10 +251,14 @@ static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point, con
 static const char *set_action(const ThrottleRequest *q) {
         if (q->kind == THROTTLE_IO_WBPS)
                 return "cap-writes";
+        if (q->kind == THROTTLE_SWAP_MAX)
+                return "hold-swap";
         return q->point == POINT_WRITE ? "dirty-budget" : "throttle-allocations";
 }
 
 static const char *lift_action(ThrottleKind kind) {
+        if (kind == THROTTLE_SWAP_MAX)
+                return "restore-swap-max";
         return kind == THROTTLE_IO_WBPS ? "lift-cap" : "restore-memory-high";
 }
 
@@ -331,8 +340,8 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
                 return r;
         }
         throttle_event(a, set_action(q), unit, t, before, throttle_effective(t), q->reason);
-        if (q->kind == THROTTLE_IO_WBPS)
-                (void) persist(a);
+        if (q->kind != THROTTLE_MEMORY_HIGH)
+                (void) persist(a);      /* written at once: ->applied moved */
         return 0;
 }
 
@@ -570,11 +579,16 @@ static bool end_releases(Actuator *a, bool quiet) {
         return changed;
 }
 
-/* Whether `value` is what a write of ours on its way (or abandoned at stop) puts in t's file. */
+/* Whether `value` is what a write of ours on its way (or abandoned at stop) puts in t's file: its
+ * value, or for memory.high one of the steps it takes down to it (worker.c). */
 static bool pending_value(const Actuator *a, const ThrottleEntry *t, uint64_t value) {
-        for (size_t i = 0; i < a->n_pending; i++)
-                if (same_throttle(&a->pending[i], t) && a->pending[i].value == value)
+        for (size_t i = 0; i < a->n_pending; i++) {
+                const PendingJob *p = &a->pending[i];
+
+                if (same_throttle(p, t) && (p->value == value || (t->kind == THROTTLE_MEMORY_HIGH &&
+                                                                  p->value < value && value < p->from)))
                         return true;
+        }
         return false;
 }
 
@@ -665,7 +679,7 @@ static void drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
         const char *fields[] = { f_knob, f_dev, f_value, "OBSERVE=no", NULL };
 
         format_value(t->applied, v, sizeof(v));
-        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" : "memory.high");
+        snprintf(f_knob, sizeof(f_knob), "KNOB=%s", throttle_knob(t->kind));
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, t->major, t->minor);
         snprintf(f_value, sizeof(f_value), "VALUE=%s", v);
         event_record(a->events, &(LogEvent) { .level = LOG_WARNING, .message_id = MESSAGE_THROTTLE,

@@ -23,6 +23,7 @@ static const char *const kind_names[_THROTTLE_KIND_MAX] = {
         [THROTTLE_IO_WBPS] = "io.max",
         [THROTTLE_NR_REQUESTS] = "nr_requests",
         [THROTTLE_MAX_SECTORS_KB] = "max_sectors_kb",
+        [THROTTLE_SWAP_MAX] = "memory.swap.max",
 };
 
 static const char *const point_names[_POINT_MAX] = {
@@ -238,6 +239,9 @@ bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size) {
                 return (e->major != 0 || e->minor != 0) && e->original != 0 && e->original != THROTTLE_NONE;
         if (e->original == THROTTLE_NONE)
                 return true;
+        /* Any size of swap, none included, is a cgroup's own choice; the kernel keeps it in pages. */
+        if (e->kind == THROTTLE_SWAP_MAX)
+                return page_size == 0 || e->original % page_size == 0;
         return e->original >= LEDGER_HIGH_FLOOR && (page_size == 0 || e->original % page_size == 0);
 }
 
@@ -247,8 +251,22 @@ const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size) {
         else if (throttle_kind_is_queue(e->kind))
                 snprintf(buf, size, "%" PRIu32 ":%" PRIu32 " queue %s", e->major, e->minor, kind_names[e->kind]);
         else
-                snprintf(buf, size, "memory.high");
+                snprintf(buf, size, "%s", throttle_knob(e->kind));
         return buf;
+}
+
+const char *throttle_knob(ThrottleKind k) {
+        switch (k) {
+        case THROTTLE_IO_WBPS:
+                return "io.max wbps";
+        case THROTTLE_SWAP_MAX:
+                return "memory.swap.max";
+        case THROTTLE_NR_REQUESTS:
+        case THROTTLE_MAX_SECTORS_KB:
+                return kind_names[k];
+        default:
+                return "memory.high";
+        }
 }
 
 /* ---- on disk: one line per entry, tab-separated, text fields escaped ---- */

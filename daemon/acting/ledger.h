@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The throttle ledger: every memory.high and io.max wbps= the daemon sets,
+ * The throttle ledger: every memory.high and io.max wbps= the daemon sets
+ * (and memory.swap.max, held at 0 while a cache-only reclaim runs),
  * with the value it replaced, since when, and which point asked for what, why
  * and until when; and the cgroups an operator released (no throttle until a
  * time). It is written to disk (atomically) before a throttle is applied,
@@ -22,6 +23,7 @@ typedef enum ThrottleKind {
         THROTTLE_IO_WBPS,       /* bytes per second, on one device */
         THROTTLE_NR_REQUESTS,   /* a device's queue depth; `path` names the device, not a cgroup */
         THROTTLE_MAX_SECTORS_KB,/* the largest request on a device, KiB; `path` as above */
+        THROTTLE_SWAP_MAX,      /* memory.swap.max, bytes: held at 0 for the length of a cache-only reclaim */
         _THROTTLE_KIND_MAX,
 } ThrottleKind;
 
@@ -36,7 +38,7 @@ const char *throttle_point_to_string(ThrottlePoint p);
 
 /* Whether the kind is one device's (io.max wbps=, a device queue's knobs): entries differ by device too. */
 static inline bool throttle_kind_has_device(ThrottleKind k) {
-        return k != THROTTLE_MEMORY_HIGH;
+        return k == THROTTLE_IO_WBPS || k == THROTTLE_NR_REQUESTS || k == THROTTLE_MAX_SECTORS_KB;
 }
 /* A device queue's knob: kept by the queue-depth actuator, not the cgroups' one. */
 static inline bool throttle_kind_is_queue(ThrottleKind k) {
@@ -177,9 +179,10 @@ bool ledger_adopt_foreign(ThrottleEntry *e, uint64_t found);
 /*
  * Whether the entry's original can be a value read from the kernel: for
  * memory.high "max" or a whole number of pages (page_size 0: not checked) of
- * at least LEDGER_HIGH_FLOOR; for io.max a device other than 0:0 and a wbps
- * other than 0; for a device queue's knob a device other than 0:0 and a
- * number (not "max") other than 0. An entry that fails this came from a corrupt ledger:
+ * at least LEDGER_HIGH_FLOOR; for memory.swap.max "max" or a whole number of
+ * pages (0 included); for io.max a device other than 0:0 and a wbps other
+ * than 0; for a device queue's knob a device other than 0:0 and a number
+ * (not "max") other than 0. An entry that fails this came from a corrupt ledger:
  * restoring its original (memory.high=1) would cripple a live cgroup.
  */
 bool throttle_original_plausible(const ThrottleEntry *e, uint64_t page_size);
@@ -218,5 +221,9 @@ int ledger_load_full(Ledger *l, LedgerLoadReport *ret_report);
  * of the report it logs as warnings itself. */
 int ledger_load(Ledger *l, unsigned *ret_bad_line);
 
-/* One entry as text, for logs: "io.max 8:0 wbps", "memory.high", "8:0 queue nr_requests". */
+/* The knob of a kind, for events and the control API: "io.max wbps", "memory.high", "memory.swap.max",
+ * "nr_requests", "max_sectors_kb". */
+const char *throttle_knob(ThrottleKind k);
+
+/* One entry as text, for logs: "io.max 8:0 wbps", "memory.high", "memory.swap.max", "8:0 queue nr_requests". */
 const char *throttle_describe(const ThrottleEntry *e, char *buf, size_t size);

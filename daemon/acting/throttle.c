@@ -10,7 +10,18 @@
 #include "util.h"
 
 const char *throttle_file(ThrottleKind kind) {
-        return kind == THROTTLE_IO_WBPS ? "io.max" : "memory.high";
+        return throttle_kind_to_string(kind);
+}
+
+static CgFile cg_file_of(ThrottleKind kind) {
+        switch (kind) {
+        case THROTTLE_IO_WBPS:
+                return CG_IO_MAX;
+        case THROTTLE_SWAP_MAX:
+                return CG_MEMORY_SWAP_MAX;
+        default:
+                return CG_MEMORY_HIGH;
+        }
 }
 
 int throttle_parse_io_max(const char *buf, uint32_t major, uint32_t minor, uint64_t *ret) {
@@ -43,7 +54,7 @@ int throttle_read(Cgroup *cg, ThrottleKind kind, uint32_t major, uint32_t minor,
         int r;
 
         /* Opened and closed again: a throttled cgroup does not keep two more fds for it. */
-        r = cgroup_read_once(cg, kind == THROTTLE_IO_WBPS ? CG_IO_MAX : CG_MEMORY_HIGH, buf, sizeof(buf), &len);
+        r = cgroup_read_once(cg, cg_file_of(kind), buf, sizeof(buf), &len);
         if (r < 0)
                 return r;
         if (kind == THROTTLE_IO_WBPS)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Reading and writing the two throttle files the daemon manages, in the
- * ledger's terms: memory.high (bytes or "max") and one device's wbps= in
- * io.max ("MAJ:MIN wbps=N"; a device absent from io.max is unlimited).
+ * Reading and writing the throttle files the daemon manages, in the
+ * ledger's terms: memory.high and memory.swap.max (bytes or "max") and one
+ * device's wbps= in io.max ("MAJ:MIN wbps=N"; a device absent from io.max is
+ * unlimited).
  */
 #pragma once
 
@@ -13,7 +14,8 @@
 #include "ledger.h"
 
 /* The current value, THROTTLE_NONE for "max". -ENOENT: no such file (for
- * io.max: the io controller is not enabled for the cgroup). */
+ * io.max: the io controller is not enabled for the cgroup; for
+ * memory.swap.max: no swap accounting, or the root cgroup). */
 int throttle_read(Cgroup *cg, ThrottleKind kind, uint32_t major, uint32_t minor, uint64_t *ret);
 
 /* What to write to set `value`, and the file name. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgfs.h"
+#include "cgparse.h"
 #include "log.h"
 #include "procs.h"
 #include "util.h"
@@ -38,11 +39,21 @@ static Job *job_of(Task *t) {
         return (Job *) t;       /* the task is the job's first member */
 }
 
+/*
+ * One write to memory.reclaim asks for at most this much. The kernel looks
+ * for a signal only between its reclaim passes, and one pass goes on until
+ * it has freed what it was asked for: swapping out to a saturated 16 MiB/s
+ * disk, a 64 MiB write kept a stopping daemon alive 2.7-5.5 s
+ * (docs/allocation-point.md); 8 MiB is half a second there.
+ */
+#define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
+
 /* memory.reclaim in steps: small writes block briefly, the overshoot of each
- * stays small, and the job stops when a step frees nothing or time runs out. */
+ * stays small, and the job stops when it has freed what it asked for, when a
+ * step frees nothing, or when time runs out (or the daemon stops). */
 static void run_reclaim(Job *j) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
-        uint64_t step = j->step ? j->step : j->bytes, done = 0, last;
+        uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last;
         char buf[64];
 
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
@@ -53,7 +64,8 @@ static void run_reclaim(Job *j) {
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
                 j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
                 (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);
-                done += ask;
+                /* A step that freed more than asked (slab comes in large batches) counts as much. */
+                done += MAX(ask, u64_delta(last, now_current));
                 /* EAGAIN: it got less than asked (frees can be deferred: measure, do not trust). */
                 if (j->result < 0 && j->result != -EAGAIN)
                         break;
@@ -186,6 +198,55 @@ static void run_writeback(Job *j) {
                 j->dirty_after = UINT64_MAX;
 }
 
+/*
+ * memory.high lowered under the cgroup's usage, in steps. The kernel
+ * reclaims down to a new memory.high before the write returns, in passes
+ * that look for a signal only between them, and its first pass goes on
+ * until it has freed the whole gap: lowering it 100 MiB at once over anon
+ * that swaps out to a saturated 16 MiB/s disk kept a stopping daemon alive
+ * 9 s. Each step sets it at most RECLAIM_WRITE_MAX under the usage (or
+ * under the value it holds, if lower); the target is written once the gap
+ * is that small, when a step no longer brings the usage down, or at half
+ * the job's budget (the rest is then reclaimed in one write, cut at the
+ * budget as before). Stopped or cancelled between steps, the file holds a
+ * value between the one before and the target: the actuator takes those
+ * for its own.
+ */
+static int write_high(Task *t, Job *j) {
+        uint64_t target, deadline = now_usec(CLOCK_MONOTONIC) + j->budget_usec / 2, last = UINT64_MAX;
+        long page = sysconf(_SC_PAGESIZE);
+        bool stepped = false;
+        char buf[32];
+        int r;
+
+        if (cg_parse_u64(j->data, strlen(j->data), &target) < 0 || target == UINT64_MAX || page <= 0)
+                return cg_dir_write(j->dirfd, j->file, j->data);
+        while (!taskq_cancelled(t) && !taskq_stopping() && now_usec(CLOCK_MONOTONIC) < deadline) {
+                uint64_t current, high, base, next;
+
+                if (cg_dir_read_u64(j->dirfd, "memory.current", &current) < 0 ||
+                    cg_dir_read_u64(j->dirfd, "memory.high", &high) < 0 || current >= last)
+                        break;
+                base = MIN(current, high);
+                next = (base - MIN(base, RECLAIM_WRITE_MAX)) / (uint64_t) page * (uint64_t) page;
+                if (next <= target)
+                        break;
+                snprintf(buf, sizeof(buf), "%llu", (unsigned long long) next);
+                r = cg_dir_write(j->dirfd, "memory.high", buf);
+                if (r < 0 && r != -EINTR)
+                        return r;
+                stepped = true;
+                last = current;
+        }
+        if (taskq_stopping())
+                return -EINTR;
+        /* Superseded on the way: the loop wrote a newer value; a step of ours may have landed after it,
+         * so the job counts as written and the actuator catches up. */
+        if (taskq_cancelled(t))
+                return stepped ? 0 : -ECANCELED;
+        return cg_dir_write(j->dirfd, j->file, j->data);
+}
+
 static void job_run(Task *t) {
         Job *j = job_of(t);
         uint64_t start = now_usec(CLOCK_MONOTONIC);
@@ -194,7 +255,8 @@ static void job_run(Task *t) {
         switch (j->kind) {
         case JOB_FILE_WRITE:
                 /* Superseded while queued (a value written since from the loop): nothing to do. */
-                j->result = taskq_cancelled(t) ? -ECANCELED : cg_dir_write(j->dirfd, j->file, j->data);
+                j->result = taskq_cancelled(t) ? -ECANCELED :
+                            streq(j->file, "memory.high") ? write_high(t, j) : cg_dir_write(j->dirfd, j->file, j->data);
                 break;
         case JOB_RECLAIM:
                 run_reclaim(j);

@@ -2,9 +2,11 @@
 /*
  * The cgroup jobs that may block in the kernel, run off the event loop on
  * the task queue (taskq.h): writes to memory.high (lowering it reclaims in
- * the writer's context), memory.reclaim in measured steps, and writeback of
- * the files a cgroup's tasks hold open for writing, in bounded ranges. Each
- * job has a time budget; at stop the running one is interrupted.
+ * the writer's context: lowered in steps of at most 8 MiB under the usage),
+ * memory.reclaim in measured steps of at most 8 MiB, and writeback of the
+ * files a cgroup's tasks hold open for writing, in bounded ranges. Each job
+ * has a time budget; at stop the running one is interrupted, and returns
+ * once the kernel is done with its current step.
  */
 #pragma once
 
@@ -37,6 +39,7 @@ typedef struct Job {
         uint64_t bytes;
         uint64_t step;          /* JOB_RECLAIM: at most this much per write (0: all at once) */
         bool swappiness0;       /* JOB_RECLAIM: add " swappiness=0" (cache only) */
+        bool swap_held;         /* JOB_RECLAIM: the submitter holds memory.swap.max at 0 for its length */
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t budget_usec;
         char path[256];         /* for messages */

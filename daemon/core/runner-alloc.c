@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include "log.h"
 #include "message-ids.h"
@@ -20,7 +21,8 @@
 #define RECLAIM_ONE_SHOT_STEP (UINT64_C(64) << 20)
 
 void alloc_runner_init(AllocRunner *r, char *own_cgroup) {
-        *r = (AllocRunner) { .own_cgroup = own_cgroup, .swappiness_arg = -1 };
+        *r = (AllocRunner) { .own_cgroup = own_cgroup, .swappiness_arg = -1,
+                             .swap_fallback_log = RATELIMIT_INIT(60 * USEC_PER_SEC, 5) };
 }
 
 void alloc_runner_done(AllocRunner *r) {
@@ -93,13 +95,90 @@ static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char 
                      observe ? f->asked : f->freed, extra, reason);
 }
 
-/* Without a way to tell the kernel "cache only", a request is bounded by the clean cache. */
-static uint64_t bound_cache_only(AllocRunner *r, const CgroupSample *s, uint64_t bytes) {
-        if (!r->swap_note_logged)
-                log_notice("This kernel's memory.reclaim takes no swappiness= and swap is on: cache-only "
-                           "requests are bounded by the clean cache, but anonymous memory may be touched");
-        r->swap_note_logged = true;
-        return MIN(bytes, sample_reclaimable_bytes(s));
+/* The index of the cgroup's count of reclaims holding memory.swap.max at 0 (added at 0 if `add`); -1. */
+static ssize_t swap_hold_find(AllocRunner *r, uint64_t cgroup_id, bool add) {
+        for (size_t i = 0; i < r->n_swap_holds; i++)
+                if (r->swap_holds[i].cgroup_id == cgroup_id)
+                        return (ssize_t) i;
+        if (!add || r->n_swap_holds >= ELEMENTSOF(r->swap_holds))
+                return -1;
+        r->swap_holds[r->n_swap_holds].cgroup_id = cgroup_id;
+        r->swap_holds[r->n_swap_holds].n = 0;
+        return (ssize_t) r->n_swap_holds++;
+}
+
+static void swap_hold_forget(AllocRunner *r, size_t i) {
+        r->swap_holds[i] = r->swap_holds[--r->n_swap_holds];
+}
+
+static const char *swap_hold_failure(int k) {
+        switch (k) {
+        case -ENOENT:
+                return "it has no memory.swap.max (no swap accounting, or the root cgroup)";
+        case -ECANCELED:
+                return "an operator released it, or it has no process left";
+        case -EBUSY:
+                return "too many reclaims in flight";
+        default:
+                return NULL;
+        }
+}
+
+/*
+ * Without a way to tell the kernel "cache only" (no swappiness= on
+ * memory.reclaim), memory.swap.max is held at 0 while the reclaim runs: the
+ * kernel then scans no anonymous memory of the cgroup or below it. The value
+ * it replaces is in the ledger before it is written, so a stop or a crash
+ * puts it back. Returns true if held; false: the request is bounded by the
+ * clean cache alone, which does not keep the kernel from swapping (measured
+ * on 6.1: docs/allocation-point.md), and that is said.
+ */
+static bool hold_swap(AllocRunner *r, const PointContext *ctx, const CgEntry *e) {
+        ThrottleRequest q = { .kind = THROTTLE_SWAP_MAX, .point = POINT_ALLOCATION, .value = 0,
+                              .reason = "cache-only reclaim (memory.reclaim takes no swappiness= here)",
+                              .lifts_when = "the reclaim ends" };
+        ssize_t i = swap_hold_find(r, e->cg->id, true);
+        int k = i >= 0 ? actuator_throttle_set(ctx->actuator, e->cg->id, &q) : -EBUSY;
+        const char *why = swap_hold_failure(k);
+        unsigned suppressed = 0;
+
+        if (k >= 0) {
+                if (!r->swap_note_logged)
+                        log_info("memory.reclaim here takes no swappiness= and swap is on: cache-only reclaims "
+                                 "hold memory.swap.max at 0 for their length");
+                r->swap_note_logged = true;
+                r->swap_holds[i].n++;
+                return true;
+        }
+        if (i >= 0 && r->swap_holds[i].n == 0)
+                swap_hold_forget(r, (size_t) i);
+        if (!ratelimit_below(&r->swap_fallback_log, now_usec(CLOCK_MONOTONIC), &suppressed))
+                return false;
+        if (suppressed > 0)
+                log_notice("%u more cache-only reclaims could not hold memory.swap.max at 0", suppressed);
+        if (why)
+                log_notice("%s: cannot hold memory.swap.max at 0 for a cache-only reclaim: %s; the request is bounded "
+                           "by the clean cache only, and the kernel may swap out anonymous memory", e->cg->path, why);
+        else
+                log_full_errno(LOG_NOTICE, k, "%s: cannot hold memory.swap.max at 0 for a cache-only reclaim: %m; the "
+                               "request is bounded by the clean cache only, and the kernel may swap out anonymous "
+                               "memory", e->cg->path);
+        return false;
+}
+
+/* A reclaim that held memory.swap.max ended: the last one of its cgroup lifts the hold. */
+static void release_swap(AllocRunner *r, const PointContext *ctx, uint64_t cgroup_id) {
+        ThrottleRequest q = { .kind = THROTTLE_SWAP_MAX, .point = POINT_ALLOCATION, .reason = "the cache-only reclaim ended" };
+        ssize_t i = swap_hold_find(r, cgroup_id, false);
+        int k;
+
+        if (i < 0 || --r->swap_holds[i].n > 0)
+                return;
+        swap_hold_forget(r, (size_t) i);
+        k = actuator_throttle_lift(ctx->actuator, cgroup_id, &q);
+        if (k < 0)
+                log_warning_errno(k, "Cannot put memory.swap.max of cgroup %" PRIu64 " back now: %m; "
+                                  "the next check tries again", cgroup_id);
 }
 
 int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
@@ -114,17 +193,22 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
         if (bytes == UINT64_MAX)
                 bytes = s ? sample_reclaimable_bytes(s) : 0;
         if (cache_only && swap_on && r->swappiness_arg == 0 && s)
-                bytes = bound_cache_only(r, s, bytes);
+                bytes = MIN(bytes, sample_reclaimable_bytes(s));
         if (bytes == 0)
                 return 0;
+        if (cache_only && swap_on && r->swappiness_arg == 0)
+                job.swap_held = hold_swap(r, ctx, e);
         job.bytes = bytes;
         job.step = MIN(e->policy ? e->policy->reclaim_step_max : RECLAIM_ONE_SHOT_STEP, RECLAIM_ONE_SHOT_STEP);
         job.swappiness0 = cache_only && r->swappiness_arg != 0;
         job.action_id = action_id;
         snprintf(job.data, sizeof(job.data), "%s", reason);
         k = actuator_run_job(ctx->actuator, e->cg->id, &job);
-        if (k < 0)
+        if (k < 0) {
+                if (job.swap_held)
+                        release_swap(r, ctx, e->cg->id);
                 return k;
+        }
         if (ret_asked)
                 *ret_asked = bytes;
         return 1;
@@ -140,6 +224,8 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
 
         if (job->kind != JOB_RECLAIM)
                 return 0;
+        if (job->swap_held)
+                release_swap(r, ctx, cgroup_id);
         if (job->result == -EINVAL && job->swappiness0) {
                 /* Probed, not guessed from the version: this kernel has no swappiness= argument. */
                 log_info("memory.reclaim here takes a size only (swappiness= gives EINVAL)");

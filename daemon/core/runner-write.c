@@ -208,6 +208,8 @@ void write_runner_job_done(WriteRunner *w, const Job *job, uint64_t cgroup_id) {
 void write_runner_throttle_dropped(WriteRunner *w, const ThrottleEntry *t) {
         WpAction a = { .cgroup_id = t->cgroup_id, .major = t->major, .minor = t->minor, .previous = UINT64_MAX };
 
+        if (t->kind == THROTTLE_SWAP_MAX)
+                return;         /* the allocation point's, for its reclaims */
         a.kind = t->kind == THROTTLE_IO_WBPS ? WP_SET_CAP : WP_SET_BUDGET;
         write_point_forget(&w->state, &a);
 }

@@ -14,6 +14,7 @@
 #include "alloc-point.h"
 #include "conf.h"
 #include "event-log.h"
+#include "log.h"
 #include "observer.h"
 #include "queue-depth.h"
 #include "write-point.h"
@@ -68,6 +69,14 @@ typedef struct AllocRunner {
         char *own_cgroup;               /* the daemon's cgroup, never reclaimed */
         int swappiness_arg;             /* memory.reclaim takes "swappiness=": -1 unknown, 0 no, 1 yes */
         bool swap_note_logged;
+        /* Cache-only reclaims in flight with memory.swap.max held at 0, per cgroup: the hold is
+         * lifted when the last of a cgroup's ends. */
+        struct {
+                uint64_t cgroup_id;
+                unsigned n;
+        } swap_holds[WORKER_QUEUE_MAX];
+        size_t n_swap_holds;
+        RateLimit swap_fallback_log;    /* "cannot hold memory.swap.max at 0" */
         PointCounters counters;
         uint64_t reclaims;              /* memory.reclaim jobs finished, one-shot requests included */
         uint64_t reclaimed_bytes;       /* memory.current they took away */

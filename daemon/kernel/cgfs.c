@@ -32,6 +32,7 @@ static const char *const file_names[_CG_FILE_MAX] = {
         [CG_IO_PRESSURE] = "io.pressure",
         [CG_IO_STAT] = "io.stat",
         [CG_IO_MAX] = "io.max",
+        [CG_MEMORY_SWAP_MAX] = "memory.swap.max",
         [CG_CGROUP_CONTROLLERS] = "cgroup.controllers",
 };
 

@@ -26,6 +26,7 @@ typedef enum CgFile {
         CG_IO_PRESSURE,
         CG_IO_STAT,
         CG_IO_MAX,
+        CG_MEMORY_SWAP_MAX,
         CG_CGROUP_CONTROLLERS,
         _CG_FILE_MAX,
 } CgFile;

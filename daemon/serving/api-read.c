@@ -517,8 +517,7 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
                 return k;
         if (unit && (k = bus_dict_name(r, "unit", unit)) < 0)
                 return k;
-        k = bus_dict_str(r, "knob", t->kind == THROTTLE_IO_WBPS ? "io.max wbps" :
-                         throttle_kind_is_queue(t->kind) ? throttle_kind_to_string(t->kind) : "memory.high");
+        k = bus_dict_str(r, "knob", throttle_knob(t->kind));
         if (k < 0 || !throttle_kind_has_device(t->kind))
                 return k;
         snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, t->major, t->minor);

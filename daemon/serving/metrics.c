@@ -192,7 +192,7 @@ static void put_cgroups(FILE *f, const CgEntry *const *cgroups, size_t n) {
 
 static const OmFamily throttle_family = {
         "mdreclaim_throttle_limit", OM_GAUGE, NULL,
-        "A throttle a point holds: memory.high in bytes, or io.max wbps= on the device in bytes per second",
+        "A throttle a point holds: memory.high or memory.swap.max in bytes, or io.max wbps= on the device in bytes per second",
 };
 
 static void put_throttle(FILE *f, Manager *m, const ThrottleEntry *t) {

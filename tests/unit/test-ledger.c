@@ -391,6 +391,57 @@ static void test_plausibility(void **state) {
         assert_false(throttle_original_plausible(&io, 4096));
 }
 
+/* memory.swap.max: held at 0 for a reclaim; any original in whole pages, none included, goes back as it was. */
+static void test_swap_max(void **state) {
+        char dir[] = "/tmp/mdreclaim-ledger-XXXXXX", file[64];
+        ThrottleEntry swap = { .kind = THROTTLE_SWAP_MAX }, *e;
+        Ledger l, k;
+        unsigned bad;
+
+        swap.original = 0;
+        assert_true(throttle_original_plausible(&swap, 4096));
+        swap.original = THROTTLE_NONE;
+        assert_true(throttle_original_plausible(&swap, 4096));
+        swap.original = 8192;
+        assert_true(throttle_original_plausible(&swap, 4096));
+        swap.original = 1000;
+        assert_false(throttle_original_plausible(&swap, 4096));
+        assert_string_equal(throttle_knob(THROTTLE_SWAP_MAX), "memory.swap.max");
+        assert_string_equal(throttle_file(THROTTLE_SWAP_MAX), "memory.swap.max");
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/throttles", dir);
+        ledger_init(&l, file);
+        assert_int_equal(request(&l, "/db", 9, THROTTLE_SWAP_MAX, 0, 0, POINT_ALLOCATION, 0, "cache-only reclaim",
+                                 1073741824, &e), 0);
+        assert_int_equal(throttle_effective(e), 0);
+        e->applied = 0;
+        /* Another kind on the same cgroup is another entry. */
+        assert_int_equal(request(&l, "/db", 9, THROTTLE_MEMORY_HIGH, 0, 0, POINT_ALLOCATION, 67108864, "",
+                                 THROTTLE_NONE, &e), 0);
+        assert_int_equal(l.n, 2);
+        assert_int_equal(ledger_save(&l), 0);
+        ledger_init(&k, file);
+        assert_int_equal(ledger_load(&k, &bad), 0);
+        assert_int_equal(bad, 0);
+        e = ledger_find(&k, "/db", THROTTLE_SWAP_MAX, 0, 0);
+        assert_non_null(e);
+        if (e) {
+                assert_int_equal(e->original, 1073741824);
+                assert_int_equal(e->applied, 0);
+                assert_int_equal(e->requested[POINT_ALLOCATION], 0);
+        }
+        /* Withdrawn: the original is what the file gets back. */
+        e = ledger_release(&k, "/db", THROTTLE_SWAP_MAX, 0, 0, POINT_ALLOCATION);
+        assert_non_null(e);
+        if (e)
+                assert_int_equal(throttle_effective(e), 1073741824);
+        ledger_clear(&k);
+        ledger_clear(&l);
+        (void) unlink(file);
+        (void) rmdir(dir);
+}
+
 static void test_save_ignores_planted_link(void **state) {
         TmpLedger t;
         char tmp[128], outside[128], buf[64] = "";
@@ -580,6 +631,7 @@ int main(void) {
                 cmocka_unit_test(test_entries_past_the_bound),
                 cmocka_unit_test(test_implausible_originals),
                 cmocka_unit_test(test_queue_knobs),
+                cmocka_unit_test(test_swap_max),
                 cmocka_unit_test(test_plausibility),
                 cmocka_unit_test(test_save_ignores_planted_link),
                 cmocka_unit_test(test_since_and_lifts_when),

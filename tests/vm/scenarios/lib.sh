@@ -81,3 +81,16 @@ since() { awk -v t="$1" '{ printf "%.1f", $1 - t }' /proc/uptime; }
 apt_install_deb() {
     env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$MDR_DEB"
 }
+
+# cgroup_write_of PID: the cgroup file (memory.reclaim, memory.high, ...) one
+# of the process's threads is inside a write(2) to now, or nothing.
+cgroup_write_of() {
+    local t sc fd f
+    for t in /proc/"$1"/task/*; do
+        read -r sc fd _ < "$t/syscall" 2> /dev/null || continue
+        [ "$sc" = 1 ] || continue
+        f=$(readlink "/proc/$1/fd/$((fd))" 2> /dev/null)
+        case $f in /sys/fs/cgroup/*) echo "${f##*/}"; return 0 ;; esac
+    done
+    return 1
+}
