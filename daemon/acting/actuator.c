@@ -48,6 +48,7 @@ struct Actuator {
         size_t n_pending;
         uint64_t next_cookie;
         uint64_t page_size;
+        uint64_t high_headroom;         /* see high_takes_at_once() */
         EventLog *events;
         const ActuatorOps *ops;
         void *userdata;
@@ -166,15 +167,18 @@ uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
 
 /*
  * Whether the kernel takes memory.high=v without reclaiming: v is max or at
- * least what the cgroup holds now. Such a write (a lift, a raise, a first
+ * least what the cgroup holds now, with room for what it may charge before
+ * the write (the per-CPU charge batches, and a margin: a reclaim on the loop
+ * could not be interrupted). Such a write (a lift, a raise, a first
  * budget above the usage) returns at once and is made from the loop; only a
  * value under the usage, which the kernel reclaims down to in the writer's
  * context, goes through the worker.
  */
-static bool high_takes_at_once(const Cgroup *cg, uint64_t v) {
+static bool high_takes_at_once(const Actuator *a, const Cgroup *cg, uint64_t v) {
         uint64_t current;
 
-        return v == THROTTLE_NONE || (cg_dir_read_u64(cg->dirfd, "memory.current", &current) >= 0 && current <= v);
+        return v == THROTTLE_NONE || (cg_dir_read_u64(cg->dirfd, "memory.current", &current) >= 0 &&
+                                      current <= v && v - current >= a->high_headroom);
 }
 
 /* The memory.high writes for t still in the worker lose their point: a newer value goes in now. */
@@ -200,7 +204,7 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         int r;
 
         throttle_format(t->kind, t->major, t->minor, v, job.data, sizeof(job.data));
-        if (t->kind != THROTTLE_MEMORY_HIGH || (a->worker && high_takes_at_once(cg, v))) {
+        if (t->kind != THROTTLE_MEMORY_HIGH || (a->worker && high_takes_at_once(a, cg, v))) {
                 uint64_t before_write = now_usec(CLOCK_MONOTONIC);
 
                 r = cgroup_write(cg, throttle_file(t->kind), job.data);
@@ -230,7 +234,6 @@ static int persist(Actuator *a) {
         return r;
 }
 
-/* Takes back a request that could not be carried out; the entry goes if nothing else holds it. */
 /*
  * Takes back a request that could not be carried out: the point's request is
  * what it was before (`saved`, NULL for a new entry), and the entry goes only
@@ -269,8 +272,34 @@ static size_t stopping_index(const Actuator *a, const char *unit) {
         return SIZE_MAX;
 }
 
-static bool unit_stopping(const Actuator *a, const char *unit) {
-        return stopping_index(a, unit) != SIZE_MAX;
+/*
+ * The unit of systemd's own (the system manager's) whose cgroup `path` is,
+ * or NULL: its last component is a unit and every one above it a slice. A
+ * unit's name below a service or a scope belongs to another manager (a
+ * user's, a container's), where the same name is another unit.
+ */
+static const char *system_unit_of(const char *path) {
+        const char *unit = cgroup_path_unit(path);
+
+        if (!unit)
+                return NULL;
+        for (const char *c = path; c < unit; ) {
+                const char *end;
+
+                while (*c == '/')
+                        c++;
+                if (c >= unit)
+                        break;
+                end = strchr(c, '/');
+                if (!end || end > unit || end - c < 6 || strncmp(end - 6, ".slice", 6) != 0)
+                        return NULL;
+                c = end;
+        }
+        return unit;
+}
+
+static bool unit_stopping(const Actuator *a, const char *path) {
+        return stopping_index(a, system_unit_of(path)) != SIZE_MAX;
 }
 
 /* Whether an operator's release keeps the cgroup unthrottled now; the first refusal of each release is logged. */
@@ -299,7 +328,7 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
 
         if (!cg)
                 return err;
-        if (refused(a, cg, q) || unit_stopping(a, unit))
+        if (refused(a, cg, q) || unit_stopping(a, cg->path))
                 return -ECANCELED;
         /* An empty cgroup is about to be removed (a unit that stopped): a throttle set now could
          * only outlive it, holding its last dirty pages to a crawl (not now, for the point). One
@@ -465,7 +494,7 @@ static int lift_unit(Actuator *a, const char *unit, ThrottleKind kind) {
         /* Backwards: a removal moves the last entry (already seen) into its place. */
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
-                const char *u = cgroup_path_unit(t->path);
+                const char *u = system_unit_of(t->path);
 
                 if (t->kind == kind && u && streq(u, unit)) {
                         (void) lift_released(a, t, "its unit is stopping");
@@ -479,6 +508,12 @@ void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping) {
         size_t i = stopping_index(a, unit);
         char *copy;
 
+        if (!unit) {
+                for (i = 0; i < a->n_stopping; i++)
+                        free(a->stopping[i]);
+                a->n_stopping = 0;
+                return;
+        }
         if (!stopping) {
                 if (i == SIZE_MAX)
                         return;
@@ -942,7 +977,12 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         }
         if (!t)
                 return;
-        if (job->result != -ECANCELED && !(p->superseded_usec && job->finished_usec < p->superseded_usec))
+        if (p->superseded_usec && job->result != -ECANCELED && job->finished_usec >= p->superseded_usec) {
+                /* Landed before or after the newer value written from the loop: the file says which. */
+                uint64_t current;
+
+                t->applied = throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0 ? current : p->value;
+        } else if (job->result != -ECANCELED && !p->superseded_usec)
                 t->applied = p->value;
         /* Something else was asked while the write was on its way (a lift, another value): catch up. */
         if (throttle_effective(t) != t->applied && !write_in_flight(a, t))
@@ -983,6 +1023,8 @@ int actuator_new(const ActuatorArgs *args, Actuator **ret) {
         if (!a)
                 return -ENOMEM;
         a->page_size = args->page_size ?: 4096;
+        /* 4 MiB, and the kernel's charge batch (64 pages) per CPU. */
+        a->high_headroom = (UINT64_C(4) << 20) + (uint64_t) MAX(sysconf(_SC_NPROCESSORS_CONF), 1L) * 64 * a->page_size;
         a->events = args->events;
         a->ops = args->ops;
         a->userdata = args->userdata;

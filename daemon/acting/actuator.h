@@ -92,7 +92,9 @@ const LedgerHold *actuator_released(const Actuator *a, const char *path);
  * cgroup's throttles are lifted at once (io.max first) and no point may set
  * one on it (-ECANCELED), since the cgroup is about to be removed with
  * whatever is on it. At most ACTUATOR_STOPPING_MAX units are remembered (the
- * oldest goes first); the cgroup.events watch still lifts at emptying.
+ * oldest goes first); the cgroup.events watch still lifts at emptying. Only
+ * the system manager's units count: a cgroup whose ancestors are all slices.
+ * `unit` NULL: forget every stop (the bus that told them went away).
  */
 #define ACTUATOR_STOPPING_MAX 64
 void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping);

@@ -93,6 +93,19 @@ static void run_one(TaskQueue *q, Task *t) {
                 arm_budget(q, 0);
 }
 
+/*
+ * A running task that was cancelled is interrupted now and every 5 ms after,
+ * until it returns: one signal could come between its last check and the
+ * blocking call it was about to make, and be spent before it.
+ */
+static void interrupt_until_done(TaskQueue *q) {
+        struct itimerspec its = { .it_value = { .tv_nsec = 1000 }, .it_interval = { .tv_nsec = 5000000 } };
+
+        pthread_kill(q->thread, TASKQ_SIGNAL);
+        if (q->have_timer)
+                (void) timer_settime(q->timer, 0, &its, NULL);
+}
+
 static void *taskq_main(void *arg) {
         TaskQueue *q = arg;
         struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = TASKQ_SIGNAL };
@@ -121,6 +134,9 @@ static void *taskq_main(void *arg) {
                         run_one(q, q->running);
 
                 pthread_mutex_lock(&q->lock);
+                /* Under the lock: no cancel can arm the timer again for this task. */
+                if (taskq_cancelled(q->running))
+                        arm_budget(q, 0);
                 list_push(&q->done, TAKE_PTR(q->running));
                 if (write(q->efd, &one, sizeof(one)) < 0)
                         log_debug_errno(errno, "task queue: eventfd write failed: %m");
@@ -266,7 +282,7 @@ size_t taskq_cancel(TaskQueue *q, bool (*match)(const Task *t, void *arg), void 
         if (q->running && !taskq_cancelled(q->running) && match(q->running, arg)) {
                 __atomic_store_n(&q->running->cancelled, true, __ATOMIC_RELEASE);
                 /* Under the lock: the thread cannot have moved on to another task. */
-                pthread_kill(q->thread, TASKQ_SIGNAL);
+                interrupt_until_done(q);
                 n++;
         }
         pthread_mutex_unlock(&q->lock);

@@ -72,7 +72,8 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
 /*
  * Cancels the jobs with these cookies: one still queued is not run, the one
  * running is interrupted (a memory.high write's reclaim stops; the value it
- * set stays). Each comes back to `done`, with -ECANCELED if it never ran.
+ * set stays). Each comes back to `done`, with -ECANCELED if its write was
+ * never made.
  */
 size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n);
 

@@ -527,7 +527,7 @@ static void on_unit_state(const char *unit, UnitState state, void *userdata) {
 
         if (state == UNIT_STATE_STOPPING)
                 log_debug("%s is stopping: its throttles go and none is set until it is gone", unit);
-        if (state != UNIT_STATE_OTHER)
+        if (!unit || state != UNIT_STATE_OTHER)
                 actuator_unit_stopping(m->actuator, unit, state == UNIT_STATE_STOPPING);
 }
 

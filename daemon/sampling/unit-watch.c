@@ -96,7 +96,11 @@ static int on_subscribed(sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitWatch *w = userdata;
+
         log_notice("The system bus went away; throttles on a stopping unit are lifted only once its cgroup is empty");
+        /* No word will come that the units stopping now are gone or back: forget them all. */
+        w->fn(NULL, UNIT_STATE_STOPPED, w->userdata);
         return 0;
 }
 
@@ -111,8 +115,10 @@ int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **
         r = sd_bus_open_system_with_description(&w->bus, "mdreclaimd-units");
         if (r < 0)
                 return r;
-        /* Never exit or block on it: the daemon works without. */
+        /* Never exit or block on it: the daemon works without. No flush at the loop's exit either:
+         * a bus still connecting would hold the stop (and the throttles' restore) for its timeouts. */
         (void) sd_bus_set_exit_on_disconnect(w->bus, false);
+        (void) sd_bus_set_close_on_exit(w->bus, false);
         r = sd_bus_add_match_async(w->bus, &w->match,
                                    "type='signal',sender='org.freedesktop.systemd1',"
                                    "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"

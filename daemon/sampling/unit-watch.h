@@ -23,7 +23,7 @@ typedef enum UnitState {
         UNIT_STATE_STOPPED,     /* inactive, failed */
 } UnitState;
 
-/* `unit`: the unit's name, e.g. "writer.service". */
+/* `unit`: the unit's name, e.g. "writer.service"; NULL: the bus went away, every unit's state is unknown. */
 typedef void (*UnitStateFn)(const char *unit, UnitState state, void *userdata);
 
 typedef struct UnitWatch UnitWatch;
