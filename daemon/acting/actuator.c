@@ -157,7 +157,8 @@ int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
 uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
         uint64_t started = 0, cookie = a->worker ? worker_running_cookie(a->worker, &started) : 0;
 
-        for (size_t i = 0; cookie && i < a->n_pending; i++)
+        /* Taken by the thread but not begun (no start time yet): still queued, as far as anyone can tell. */
+        for (size_t i = 0; cookie && started && i < a->n_pending; i++)
                 if (a->pending[i].cookie == cookie && a->pending[i].action_id) {
                         *ret_started = started;
                         return a->pending[i].action_id;
