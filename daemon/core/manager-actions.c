@@ -50,6 +50,16 @@ int manager_reclaim(Manager *m, const CgEntry *e, uint64_t bytes, bool cache_onl
         if (!a)
                 return r;
         a->cache_only = cache_only;
+        /* Sized by the daemon: from figures of now, not the last sample of a cgroup read now and then
+         * (up to ColdSampleInterval= old; it said "nothing to reclaim" of fresh cache). */
+        if (!bytes && !e->hot) {
+                CgEntry *fresh = cgtable_find(&m->observer->cgroups, e->cg->id);
+
+                if (fresh && observer_sample_entry(m->observer, fresh, manager_now_usec(m)) == -ENODEV) {
+                        action_log_drop(&m->actions, a);
+                        return -ENODEV;
+                }
+        }
         snprintf(reason, sizeof(reason), "asked by %s, action %" PRIu64, asked_by, a->id);
         r = alloc_runner_reclaim(&m->alloc_runner, &ctx, e, bytes ? bytes : UINT64_MAX, cache_only, reason, a->id,
                                  &a->bytes_asked);
