@@ -296,7 +296,8 @@ static const char *system_unit_of(const char *path) {
                         return NULL;
                 c = end;
         }
-        return unit;
+        /* systemd escapes a name that could be taken for a cgroup file (io.service: _io.service). */
+        return unit[0] == '_' ? unit + 1 : unit;
 }
 
 static bool unit_stopping(const Actuator *a, const char *path) {
@@ -606,7 +607,7 @@ static bool end_releases(Actuator *a, bool quiet) {
                 if (h->until_usec > now)
                         continue;
                 if (!quiet)
-                        release_event(a, "release-ended", all ? NULL : h->path, NULL, h, -1,
+                        release_event(a, "release-ended", all ? NULL : h->path, all ? NULL : cgroup_path_unit(h->path), h, -1,
                                       "%s: the release by %s ended; the points may throttle it again",
                                       all ? "every cgroup" : h->path, h->who);
                 ledger_unhold(&a->ledger, h);
