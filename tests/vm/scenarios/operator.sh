@@ -24,10 +24,11 @@
 # reclaims and lowering writes); since, in four runs: events 23-411 ms before
 # the answer (the daemon acts before mdctl returns; up to 289 ms after it for
 # a policy change), files seen 7-322 ms after it. The stopped writer's cgroup
-# was removed 40-190 ms after the lift in most runs: a close race (one run of
-# seven, under load, lost it before the unit watch); the lift at
-# "deactivating" is a second signal beside cgroup.events, but systemd sends
-# it as it kills, so it comes only 60-90 ms ahead of the removal too.
+# was removed 27-296 ms after the lift: a close race (one run of seven, under
+# load, lost it before the unit watch); the lift at "deactivating" is a second
+# signal beside cgroup.events, but systemd sends it on the bus as it kills, so
+# it comes no earlier: it came first in seven runs on a busy host, second in
+# a quiet CI run.
 # Run it by hand:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
 . "$(dirname "$0")/lib.sh"
@@ -279,7 +280,8 @@ why=$(jq -r 'select(.reason | test("its unit is stopping|no process left")) | .r
 note "cap lifted ${lift_ms:-never} ms after the stop (${why:-no reason}); the cgroup gone after ${removed_ms} ms"
 check "the daemon lifted the cap as the unit stopped (lift-cap, to max)" \
     any_of /tmp/lift.json '(.reason | test("its unit is stopping|no process left")) and .after == "max"'
-check "... told by systemd that it was stopping, before the cgroup emptied" test "$why" = "its unit is stopping"
+# Which word came first (systemd's "deactivating" on the bus, or cgroup.events
+# emptying) is systemd's and the scheduler's choice, not the daemon's: noted above.
 cat /tmp/gone.json
 no_cap_gone() { ! jq -e -s 'any(.[]; .knob == "io.max wbps")' /tmp/gone.json > /dev/null; }
 check "no io.max cap went with the cgroup (no cgroup-gone event for one)" no_cap_gone
