@@ -40,26 +40,22 @@ static void action_told(Manager *m, const Action *a) {
                 m->action_hook(a, m->action_hook_userdata);
 }
 
-int manager_reclaim(Manager *m, const CgEntry *e, uint64_t bytes, bool cache_only, const char *asked_by,
+int manager_reclaim(Manager *m, CgEntry *e, uint64_t bytes, bool cache_only, const char *asked_by,
                     const Action **ret) {
         PointContext ctx = manager_context(m);
         char reason[96];
         int r;
-        Action *a = action_begin(m, ACTION_RECLAIM, e, asked_by, &r);
+        Action *a;
 
+        /* Sized by the daemon: from figures of now, not the last sample of a cgroup read now and then
+         * (up to ColdSampleInterval= old; it said "nothing to reclaim" of fresh cache). A cgroup gone
+         * meanwhile is refused below, as the reclaim's cgroup is looked up. */
+        if (!bytes && !e->hot)
+                (void) observer_sample_entry(m->observer, e, manager_now_usec(m));
+        a = action_begin(m, ACTION_RECLAIM, e, asked_by, &r);
         if (!a)
                 return r;
         a->cache_only = cache_only;
-        /* Sized by the daemon: from figures of now, not the last sample of a cgroup read now and then
-         * (up to ColdSampleInterval= old; it said "nothing to reclaim" of fresh cache). */
-        if (!bytes && !e->hot) {
-                CgEntry *fresh = cgtable_find(&m->observer->cgroups, e->cg->id);
-
-                if (fresh && observer_sample_entry(m->observer, fresh, manager_now_usec(m)) == -ENODEV) {
-                        action_log_drop(&m->actions, a);
-                        return -ENODEV;
-                }
-        }
         snprintf(reason, sizeof(reason), "asked by %s, action %" PRIu64, asked_by, a->id);
         r = alloc_runner_reclaim(&m->alloc_runner, &ctx, e, bytes ? bytes : UINT64_MAX, cache_only, reason, a->id,
                                  &a->bytes_asked);

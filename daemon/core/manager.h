@@ -136,7 +136,7 @@ void manager_apply_log_level(const ManagerArgs *args, const Config *c);
  * (pid 42)"): *ret is its record, with its id. -EPERM: the cgroup is exempt;
  * -EBUSY: the worker's queue (or the actions kept) is full; -ENODEV: gone.
  */
-int manager_reclaim(Manager *m, const CgEntry *e, uint64_t bytes, bool cache_only, const char *asked_by,
+int manager_reclaim(Manager *m, CgEntry *e, uint64_t bytes, bool cache_only, const char *asked_by,
                     const Action **ret);
 int manager_writeback(Manager *m, const CgEntry *e, const char *asked_by, const Action **ret);
 /* The action with this id, its state brought up to date (queued or running); NULL if not kept. */
