@@ -43,6 +43,20 @@ static int cv_duration_range(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, INTERVAL_MIN_USEC, INTERVAL_MAX_USEC);
 }
 
+/* IOLatencyTarget= of a policy. */
+static int cv_latency_target(const char *v, void *dest, uint64_t min) {
+        return duration_between(v, dest, IO_LATENCY_TARGET_MIN_USEC, IO_LATENCY_TARGET_MAX_USEC);
+}
+
+/* [WritePoint] IOLatencyTarget=: off (0) leaves the caps to the stall share. */
+static int cv_latency_target_or_off(const char *v, void *dest, uint64_t min) {
+        if (streq(v, "off") || streq(v, "0")) {
+                *(uint64_t *) dest = 0;
+                return 0;
+        }
+        return cv_latency_target(v, dest, min);
+}
+
 /* What the kernel accepts as a PSI trigger window. */
 static int cv_pressure_window(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
@@ -289,6 +303,8 @@ static const ConfKeyDef daemon_keys[] = {
         { "WritePoint", "GuardRate", cv_percent, offsetof(DaemonSettings, guard_rate_ppm),
           "a percentage of the device's capacity, 0% to wait for a stall (e.g. 70%)" },
         { "WritePoint", "ManageQueueDepth", cv_bool, offsetof(DaemonSettings, manage_queue_depth), "yes or no" },
+        { "WritePoint", "IOLatencyTarget", cv_latency_target_or_off, offsetof(DaemonSettings, io_latency_target_usec),
+          "off, or a duration between 1ms and 10s (e.g. 20ms)" },
         { "Metrics", "TopCgroups", cv_top_cgroups, offsetof(DaemonSettings, metrics.top_cgroups),
           "a number of cgroups from 0 to 1000" },
         { "Metrics", "TopBy", cv_top_by, offsetof(DaemonSettings, metrics.top_by),
@@ -337,6 +353,8 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
+        { "Policy", "IOLatencyTarget", cv_latency_target, offsetof(Policy, io_latency_target_usec),
+          "a duration between 1ms and 10s (e.g. 20ms)" },
 };
 
 static const char *const policy_sections[] = { "Policy", NULL };

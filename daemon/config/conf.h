@@ -31,6 +31,10 @@
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
 #define GUARD_RATE_DEFAULT_PPM 700000                  /* 70% of a device, [WritePoint] GuardRate= */
+/* IOLatencyTarget=: under a millisecond is under what one request takes on any disk; over 10 s
+ * protects nothing. */
+#define IO_LATENCY_TARGET_MIN_USEC 1000
+#define IO_LATENCY_TARGET_MAX_USEC (10 * 1000 * 1000)
 
 /* [History]: samples kept per cgroup (an hour at the default 1 s tick), and cgroups with a history. */
 #define HISTORY_SAMPLES_DEFAULT 3600
@@ -81,6 +85,8 @@ typedef struct DaemonSettings {
         uint32_t guard_rate_ppm;                /* writers beside an active protected cgroup, share of
                                                  * the device; 0: capped only once it stalls */
         bool manage_queue_depth;                /* a shallow device queue while a protected cgroup is active */
+        uint64_t io_latency_target_usec;        /* default of a policy's IOLatencyTarget=; 0: off (the
+                                                 * protected cgroup's stall share rules its writers' caps) */
         /* [AllocationPoint] */
         uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
         uint64_t throttle_hold_usec;

@@ -56,6 +56,18 @@ static const char *format_percent_or_unset(char buf[static POLICY_VALUE_MAX], ui
         return format_percent(buf, ppm);
 }
 
+static const char *format_duration(char buf[static POLICY_VALUE_MAX], uint64_t usec) {
+        if (usec == 0)
+                buf[0] = '\0';
+        else if (usec % USEC_PER_SEC == 0)
+                snprintf(buf, POLICY_VALUE_MAX, "%" PRIu64 "s", usec / USEC_PER_SEC);
+        else if (usec % USEC_PER_MSEC == 0)
+                snprintf(buf, POLICY_VALUE_MAX, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
+        else
+                snprintf(buf, POLICY_VALUE_MAX, "%" PRIu64 "us", usec);
+        return buf;
+}
+
 int policy_format_value(const Policy *p, const char *key, char buf[static POLICY_VALUE_MAX]) {
         if (streq(key, "Mode"))
                 snprintf(buf, POLICY_VALUE_MAX, "%s", policy_mode_to_string(p->mode));
@@ -81,6 +93,8 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
                 snprintf(buf, POLICY_VALUE_MAX, "%s", p->allocation_throttle ? "yes" : "no");
         else if (streq(key, "IOPressureLimit"))
                 format_percent_or_unset(buf, p->io_pressure_limit_ppm);
+        else if (streq(key, "IOLatencyTarget"))
+                format_duration(buf, p->io_latency_target_usec);
         else
                 return -ENOENT;
         return 0;
@@ -96,5 +110,7 @@ int policy_format_effective(const Policy *p, const DaemonSettings *d, const char
                 format_percent(buf, d->io_pressure_limit_ppm);
         else if (streq(key, "WriteRateMin"))
                 format_percent(buf, d->write_rate_min_ppm);
+        else if (streq(key, "IOLatencyTarget"))
+                format_duration(buf, d->io_latency_target_usec);
         return 0;
 }

@@ -27,7 +27,7 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
 
 /*
  * policy_format_value(), with the keys whose default is a daemon setting
- * (IOPressureLimit= from [WritePoint], WriteRateMin= from [WritePoint]) given
+ * (IOPressureLimit=, WriteRateMin= and IOLatencyTarget= from [WritePoint]) given
  * that default when the policy leaves them unset.
  */
 int policy_format_effective(const Policy *p, const DaemonSettings *d, const char *key,

@@ -70,6 +70,9 @@ typedef struct Policy {
         /* For a protected cgroup: io stall tolerated before writers beside it
          * are capped. 0: the daemon's [WritePoint] IOPressureLimit=. */
         uint32_t io_pressure_limit_ppm;
+        /* For a protected cgroup: the io wait per request it tolerates; its writers' caps follow it
+         * instead of the stall share. 0: the daemon's [WritePoint] IOLatencyTarget= (itself 0: off). */
+        uint64_t io_latency_target_usec;
 
         /* Slow the cgroup's allocations (memory.high) when its growth drives host pressure. */
         bool allocation_throttle;

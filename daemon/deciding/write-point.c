@@ -136,6 +136,42 @@ static WpBaseline *baseline_of(WritePointState *s, uint64_t id, bool create) {
         return &s->baselines[s->n_baselines++];
 }
 
+static const WpBaseline *baseline_find(const WritePointState *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_baselines; i++)
+                if (s->baselines[i].cgroup_id == id)
+                        return &s->baselines[i];
+        return NULL;
+}
+
+/*
+ * The cgroup's io wait per request over the tick: its "some" time over the
+ * requests io.stat counted. Requests that do not overlap (a service of
+ * dependent syncs, each waiting for the one before) make this their mean
+ * latency; parallel ones make it less. A tick that counted no request but
+ * waited says the wait itself: a request stuck behind a deep queue
+ * completes nothing for seconds. No request and no wait: nothing to say.
+ */
+static bool latency_sample(const WpCgroup *c, uint64_t *ret) {
+        uint64_t ios = 0;
+
+        for (size_t d = 0; d < c->n_devices; d++)
+                ios += c->devices[d].ios;
+        if (ios == 0 && c->io_stall_usec == 0)
+                return false;
+        *ret = c->io_stall_usec / MAX(ios, UINT64_C(1));
+        return true;
+}
+
+/* The smoothed latency of a protected cgroup under IOLatencyTarget=, if this tick measured one. */
+static bool latency_now(const WritePointState *state, const WpCgroup *c, uint64_t *ret) {
+        const WpBaseline *b = baseline_find(state, c->id);
+
+        if (!c->io_latency_target_usec || !b || !b->have_latency || !b->latency_fresh)
+                return false;
+        *ret = b->latency_usec;
+        return true;
+}
+
 uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id) {
         for (size_t i = 0; i < state->n_baselines; i++)
                 if (state->baselines[i].cgroup_id == cgroup_id)
@@ -191,6 +227,7 @@ static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, s
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
                 WpBaseline *b;
+                uint64_t lat;
 
                 if (!c->protect || !c->have_io_stall)
                         continue;
@@ -200,6 +237,11 @@ static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, s
                 b->smooth_ppm = b->have_smooth ? (uint32_t) (((uint64_t) b->smooth_ppm + c->io_stall_ppm) / 2) :
                                 c->io_stall_ppm;
                 b->have_smooth = true;
+                b->latency_fresh = latency_sample(c, &lat);
+                if (b->latency_fresh) {
+                        b->latency_usec = b->have_latency ? (b->latency_usec + lat) / 2 : lat;
+                        b->have_latency = true;
+                }
                 if (!doing_io(c) || contended(cg, n, c, dev, n_dev, state))
                         continue;
                 if (b->n == 0)
@@ -222,32 +264,47 @@ typedef struct Stall {
         uint32_t major, minor;
         const WpCgroup *victim;
         uint32_t limit_ppm;             /* the victim's, baseline included */
+        uint64_t target_usec;           /* the victim's IOLatencyTarget=; 0: its stall share rules */
+        uint64_t latency_usec;          /* its io wait per request now, under a target */
 } Stall;
+
+/* A protected cgroup's stall on a device, in the terms its policy rules its writers by. */
+static Stall stall_of(const WritePointState *state, const WpCgroup *c, uint32_t major, uint32_t minor) {
+        Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0 };
+
+        if (s.target_usec && !latency_now(state, c, &s.latency_usec))
+                s.latency_usec = 0;
+        return s;
+}
+
+/* Whether the cgroup is over what its policy tolerates: its latency target, or its stall limit. */
+static bool over_limit(const Stall *s) {
+        return s->target_usec ? s->latency_usec > s->target_usec : s->victim->io_stall_ppm > s->limit_ppm;
+}
 
 static size_t find_stalls(const WpCgroup *cg, size_t n, const WritePointState *state, Stall *stalls, size_t max) {
         size_t ns = 0;
 
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
-                uint32_t limit;
 
                 if (!c->protect || !c->have_io_stall)
                         continue;
-                limit = effective_limit(state, c);
-                if (c->io_stall_ppm <= limit)
-                        continue;
                 for (size_t d = 0; d < c->n_devices; d++) {
+                        Stall s = stall_of(state, c, c->devices[d].major, c->devices[d].minor);
                         size_t k;
+
+                        if (!over_limit(&s))
+                                break;
                         for (k = 0; k < ns; k++)
-                                if (stalls[k].major == c->devices[d].major && stalls[k].minor == c->devices[d].minor)
+                                if (stalls[k].major == s.major && stalls[k].minor == s.minor)
                                         break;
                         if (k == ns) {
                                 if (ns >= max)
                                         continue;
-                                stalls[ns++] = (Stall) { c->devices[d].major, c->devices[d].minor, c, limit };
+                                stalls[ns++] = s;
                         } else if (c->io_stall_ppm > stalls[k].victim->io_stall_ppm) {
-                                stalls[k].victim = c;
-                                stalls[k].limit_ppm = limit;
+                                stalls[k] = s;
                         }
                 }
         }
@@ -343,7 +400,16 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
 
         if (cap && guard)
                 return;
-        if (cap) {
+        if (cap && s->target_usec) {
+                /* In proportion to how far over the target the latency is, half at most a
+                 * step: the queue in front of the victim shrinks with the writer's share of
+                 * the device, and the next step judges what this one did. */
+                if (now - cap->stepped_usec < WP_LATENCY_STEP_USEC)
+                        return;
+                want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
+                if (want >= cap->wbps)
+                        return;
+        } else if (cap) {
                 /* The last step has not had time to show; or one bad tick, not
                  * a lasting stall; or, for the second time since the stall
                  * began, a step did not bring it down by a tenth: what remains
@@ -368,7 +434,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         } else if (guard && guard_level(dev, st) > 0) {
                 want = guard_level(dev, st);
                 guarded = true;
-        } else if (guard && stall <= s->limit_ppm) {
+        } else if (guard && !over_limit(s)) {
                 return; /* nothing to size a guard from yet, and nobody stalls */
         } else {
                 /* Start from what the writer gets now, bounded by what the device
@@ -401,10 +467,16 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->value = want;
         a->protected_id = s->victim->id;
         a->stall_ppm = stall;
-        if (guarded && stall <= s->limit_ppm)
+        if (guarded && !over_limit(s))
                 snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
                          "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
                          stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        else if (s->target_usec)
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s waits %" PRIu64 ".%" PRIu64 " ms per request on io (IOLatencyTarget %" PRIu64 ".%" PRIu64
+                         " ms)%s", s->victim->path, s->latency_usec / 1000, s->latency_usec / 100 % 10,
+                         s->target_usec / 1000, s->target_usec / 100 % 10,
+                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
         else
                 snprintf(a->reason, sizeof(a->reason),
                          "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
@@ -469,6 +541,24 @@ static void remove_cap(WritePointState *s, WpCap *c) {
         *c = s->caps[--s->n_caps];
 }
 
+/*
+ * A cap whose protected cgroup has a latency target, under it: raised while
+ * the latency is under three quarters of the target (by a twentieth of the
+ * device, a tenth under half of it), up to the device's capacity, one step
+ * per WP_LATENCY_STEP_USEC so that each shows before the next. The guard's
+ * level is where it started, not a ceiling. 0: hold.
+ */
+static uint64_t latency_raise(const WpCap *cap, const WpCgroup *p, const WpDevice *d, const WritePointState *state,
+                              uint64_t now) {
+        uint64_t lat, ceiling = d && d->capacity ? d->capacity : UINT64_MAX, step;
+
+        if (!latency_now(state, p, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
+            now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling)
+                return 0;
+        step = MAX(d && d->capacity ? d->capacity / (lat < p->io_latency_target_usec / 2 ? 10 : 20) : 0, MIB);
+        return cap->wbps > ceiling - step ? ceiling : cap->wbps + step;
+}
+
 /* Caps where nobody stalls now: creep up, or lift after the hold time. */
 static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                        size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
@@ -477,7 +567,8 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 const WpCgroup *w = find_cgroup(cg, n, cap->cgroup_id);
                 const WpDevice *d = find_device(dev, n_dev, cap->major, cap->minor);
                 WpDeviceQuiet *q = quiet_of(state, cap->major, cap->minor, false);
-                bool stalling = false, lift;
+                const WpCgroup *p;
+                bool stalling = false, lift, by_latency;
                 uint64_t want = 0;
                 WpAction *a;
 
@@ -486,7 +577,14 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 if (w && stalling)
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
-                if (!lift) {
+                p = find_cgroup(cg, n, cap->protected_id);
+                by_latency = !lift && p && p->io_latency_target_usec;
+                if (by_latency) {
+                        want = latency_raise(cap, p, d, state, now);
+                        if (!want)
+                                continue;
+                        cap->stepped_usec = now;
+                } else if (!lift) {
                         uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
 
                         /* Guarding, up to the guard's own first cap: the capacity estimate
@@ -514,8 +612,11 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 a->previous = cap->wbps;
                 a->value = lift ? UINT64_MAX : want;
                 a->protected_id = cap->protected_id;
-                snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
-                         lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
+                if (by_latency)
+                        snprintf(a->reason, sizeof(a->reason), "%s waits under its IOLatencyTarget", p->path);
+                else
+                        snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
+                                 lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
                 if (!lift)
                         cap_lifts_when(a, find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
                 if (lift)
@@ -751,7 +852,7 @@ static void guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, siz
 
                 for (size_t d = 0; c->protect && d < c->n_devices; d++) {
                         const DeviceRate *r = &c->devices[d];
-                        Stall g = { r->major, r->minor, c, effective_limit(state, c) };
+                        Stall g = stall_of(state, c, r->major, r->minor);
                         WpDeviceQuiet *q;
                         bool stalling = false;
 

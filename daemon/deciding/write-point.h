@@ -25,6 +25,14 @@
  *   stall steps them down, one step at most, from there, they creep back up
  *   to it (never past it) while the protected cgroup does not stall, and the
  *   cap goes once it has done no io there for the hold time.
+ *   With IOLatencyTarget= on the protected cgroup, its io wait per request
+ *   (PSI "some" time over the requests io.stat counted in the tick; the
+ *   whole wait when it completed none) rules instead of its stall share: a
+ *   cap over the target is cut in proportion (half at most) every
+ *   WP_LATENCY_STEP_USEC, one under three quarters of it raised by a
+ *   twentieth of the device (a tenth under half of it), up to the device's
+ *   capacity: the cap follows the latency both ways, the guard's first cap
+ *   is where it starts, not a ceiling, and WriteRateMin= stays its floor.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.
@@ -54,6 +62,7 @@
 #define WP_CAPPED_PER_DEVICE 4
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
+#define WP_LATENCY_STEP_USEC (500 * 1000) /* IOLatencyTarget=: a change of the cap shows within this */
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
@@ -74,6 +83,8 @@ typedef struct WpCgroup {
         uint32_t io_limit_ppm;          /* effective IOPressureLimit= */
         bool have_io_stall;
         uint32_t io_stall_ppm;          /* "some", over the last tick */
+        uint64_t io_stall_usec;         /* the same, in time */
+        uint64_t io_latency_target_usec; /* effective IOLatencyTarget=; 0: the stall share rules */
         bool have_memory;
         uint64_t memory_current;
         uint64_t file;                  /* page cache, dirty included */
@@ -121,6 +132,9 @@ typedef struct WpBaseline {
         uint32_t n;                     /* ticks learnt from; 0: no baseline yet */
         uint32_t smooth_ppm;            /* half of each new figure, whether contended or not */
         bool have_smooth;
+        uint64_t latency_usec;          /* io wait per request, smoothed the same way */
+        bool have_latency;
+        bool latency_fresh;             /* this tick said something of it (it did io, or waited) */
 } WpBaseline;
 
 typedef struct WpBudget {

@@ -72,6 +72,7 @@ static void derive_devices(const CgroupSample *prev, const CgroupSample *cur, ui
                         .major = c->major, .minor = c->minor,
                         .rbytes_per_sec = rate_per_sec(r, interval),
                         .wbytes_per_sec = rate_per_sec(w, interval),
+                        .ios = u64_delta(c->rios, p ? p->rios : 0) + u64_delta(c->wios, p ? p->wios : 0),
                 };
                 ret->write_rate += d->wbytes_per_sec;
         }

@@ -11,4 +11,5 @@
 typedef struct DeviceRate {
         uint32_t major, minor;
         uint64_t rbytes_per_sec, wbytes_per_sec;
+        uint64_t ios;                   /* requests (reads and writes) counted over the interval */
 } DeviceRate;

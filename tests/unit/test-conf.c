@@ -226,6 +226,34 @@ static void test_metrics_section(void **state) {
         conf_diag_clear(&d);
 }
 
+static void test_latency_target(void **state) {
+        ConfDiag d = {};
+        Config *c = load_ok();
+
+        assert_int_equal(c->daemon.io_latency_target_usec, 0);         /* off: the stall share rules */
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf", "[WritePoint]\nIOLatencyTarget=20ms\n");
+        put("etc/mdreclaim/policies.d/db.conf", "[Policy]\nMatch=db.service\nProtect=yes\nIOLatencyTarget=1.5ms\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.io_latency_target_usec, 20000);
+        assert_int_equal(c->n_policies, 1);
+        assert_int_equal(c->policies[0]->io_latency_target_usec, 1500);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=off\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.io_latency_target_usec, 0);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=500us\n");
+        put("etc/mdreclaim/policies.d/db.conf", "[Policy]\nMatch=db.service\nIOLatencyTarget=off\n");
+        load_fail(&d);
+        ASSERT_DIAG(&d, "off.conf:2:", "IOLatencyTarget=: expected off, or a duration between 1ms and 10s");
+        ASSERT_DIAG(&d, "db.conf:3:", "IOLatencyTarget=: expected a duration between 1ms and 10s");
+        conf_diag_clear(&d);
+}
+
 static void test_history_section(void **state) {
         ConfDiag d = {};
         Config *c = load_ok();
@@ -451,6 +479,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_precedence_and_dropins, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_history_section, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_latency_target, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_size_minimums, setup, teardown),

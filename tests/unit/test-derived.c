@@ -47,10 +47,10 @@ static void test_rates_and_stalls(void **state) {
         CgroupSample a = sample(10 << 20, 0, 100, 1000, 50000), b = sample(30 << 20, 4 << 20, 350, 251000, 50000);
         CgroupSignals g;
 
-        a.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 1 << 20, .rbytes = 0 };
+        a.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 1 << 20, .rbytes = 0, .wios = 10, .rios = 3 };
         a.n_io = 1;
-        b.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 9 << 20, .rbytes = 4096 };
-        b.io[1] = (IoStatDev) { .major = 8, .minor = 16, .wbytes = 2 << 20 }; /* new device */
+        b.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 9 << 20, .rbytes = 4096, .wios = 40, .rios = 4 };
+        b.io[1] = (IoStatDev) { .major = 8, .minor = 16, .wbytes = 2 << 20, .wios = 7 }; /* new device */
         b.n_io = 2;
 
         signals_derive(&a, 10 * USEC_PER_SEC, &b, 12 * USEC_PER_SEC, PAGE, &g);
@@ -65,6 +65,8 @@ static void test_rates_and_stalls(void **state) {
         assert_int_equal(g.n_devices, 2);
         assert_int_equal(g.devices[0].wbytes_per_sec, 4 << 20);
         assert_int_equal(g.devices[0].rbytes_per_sec, 2048);
+        assert_int_equal(g.devices[0].ios, 31);                 /* requests over the interval, not a rate */
+        assert_int_equal(g.devices[1].ios, 7);
         assert_int_equal(g.devices[1].minor, 16);
         assert_int_equal(g.devices[1].wbytes_per_sec, 1 << 20);
         assert_int_equal(g.write_rate, 5 << 20);

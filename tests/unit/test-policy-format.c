@@ -94,6 +94,20 @@ static void test_every_key(void **state) {
         assert_string_equal(b, "16M");
         policy_format_value(p, "PressureTarget", b);
         assert_string_equal(b, "");
+        policy_format_value(p, "IOLatencyTarget", b);
+        assert_string_equal(b, "");
+
+        /* Durations in the largest unit that holds them exactly. */
+        p->io_latency_target_usec = 20000;
+        policy_format_value(p, "IOLatencyTarget", b);
+        assert_string_equal(b, "20ms");
+        p->io_latency_target_usec = 1500;
+        policy_format_value(p, "IOLatencyTarget", b);
+        assert_string_equal(b, "1500us");
+        p->io_latency_target_usec = 2 * USEC_PER_SEC;
+        policy_format_value(p, "IOLatencyTarget", b);
+        assert_string_equal(b, "2s");
+        p->io_latency_target_usec = 0;
 
         /* Set values. */
         p->mode = POLICY_MODE_ENFORCE;

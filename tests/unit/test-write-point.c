@@ -649,6 +649,100 @@ static void test_guard_leaves_a_trickle_alone(void **s) {
         assert_int_equal(plan.n, 0);
 }
 
+/* IOLatencyTarget=: the victim's io wait per request over the tick (stall time over requests). */
+static void victim_waits(uint64_t stall_usec, uint64_t ios) {
+        cg[0].io_stall_usec = stall_usec;
+        cg[0].io_stall_ppm = (uint32_t) MIN(stall_usec * 2, UINT64_C(1000000));    /* ticks of 0.5 s */
+        victim_dev[0].ios = ios;
+}
+
+/* Over the target the cap is cut in proportion, half at most, whatever the stall share says; one
+ * cut per WP_LATENCY_STEP_USEC. */
+static void test_latency_cuts_the_cap_in_proportion(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(250000, 50);       /* 5 ms a request */
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        victim_waits(150000, 10);       /* 15 ms: smoothed (5 + 15) / 2 = 10 ms, at the target */
+        decide(1 * SEC + SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        victim_waits(140000, 10);       /* 14 ms: smoothed 12 ms */
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * (10000 * 1000 / 12000));
+        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "IOLatencyTarget"));
+        /* Too soon for another cut. */
+        victim_waits(400000, 4);
+        decide(2 * SEC + SEC / 4);
+        assert_null(find(WP_SET_CAP, 2));
+        /* Far over: half at most. */
+        decide(3 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 833 / 1000 * 500);
+}
+
+/* Under three quarters of the target the cap goes up, past the guard's level, to the device's capacity;
+ * between three quarters and the target it holds. */
+static void test_latency_raises_the_cap_past_the_guard(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10, t = 1 * SEC;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(100000, 50);       /* 2 ms: under half the target */
+        decide(t);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        t += SEC / 2;
+        decide(t);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level + 16 * MIB / 10);
+        for (int i = 0; i < 6; i++)
+                decide(t += SEC / 2);
+        assert_int_equal(state.caps[0].wbps, 16 * MIB);
+        assert_int_equal(state.n_caps, 1);   /* the cap stays while the victim is active */
+        /* Between three quarters and the target: held. */
+        victim_waits(450000, 50);       /* 9 ms: smoothed to about 9 */
+        decide(t += SEC / 2);
+        decide(t += SEC / 2);
+        decide(t += SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_int_equal(state.caps[0].wbps, 16 * MIB);
+        /* Still lifted once the victim has been idle for the hold time. */
+        victim_waits(0, 0);
+        victim_dev[0].wbytes_per_sec = 0;
+        decide(t += 5 * SEC);
+        assert_null(find(WP_LIFT_CAP, 2));
+        decide(t += 6 * SEC);
+        assert_non_null(find(WP_LIFT_CAP, 2));
+}
+
+/* A request stuck behind the queue completes nothing: the tick's whole wait is its latency. Without a
+ * guard that is a stall, and the first cap comes from what the writer gets. */
+static void test_latency_of_a_request_that_completes_nothing(void **s) {
+        cg[0].io_latency_target_usec = 20000;
+        victim_waits(400000, 0);
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB / 4 * 3);
+        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "waits 400.0 ms per request"));
+}
+
+/* A tick without io nor wait says nothing: a cap holds, however high the last latency was; and the
+ * stall share alone caps nobody under a latency target. */
+static void test_latency_without_a_sample_holds(void **s) {
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(250000, 100);      /* 2.5 ms a request, a stall share of 50 % */
+        decide(1 * SEC);
+        decide(2 * SEC);
+        assert_int_equal(state.n_caps, 0);
+        victim_waits(400000, 2);
+        decide(3 * SEC);
+        assert_int_equal(state.n_caps, 1);
+        victim_waits(0, 0);
+        for (uint64_t t = 4; t < 8; t++) {
+                decide(t * SEC);
+                assert_null(find(WP_SET_CAP, 2));
+        }
+}
+
 static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/a/b", "/a"));
         assert_true(cgroup_path_is_below("/a", "/a"));
@@ -781,6 +875,10 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
                 cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
+                cmocka_unit_test_setup(test_latency_cuts_the_cap_in_proportion, setup),
+                cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
+                cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
+                cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
