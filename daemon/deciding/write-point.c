@@ -535,6 +535,15 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                         cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
                                    guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
                                    st, now, state, plan);
+        /* Guarding, the writers that have not written yet too: a dd's first second
+         * fills the device's queue before any tick can see it (measured: the
+         * victim's worst op came there, twice the static cap's), and io.max holds
+         * a writer from its first bio only if it is in place before. A ceiling
+         * on a cgroup that does not write costs it nothing. */
+        if (guard && guard_level(dev, st) > 0)
+                for (size_t i = 0; i < n; i++)
+                        if (may_cap(&cg[i], s->victim) && !find_cap(state, cg[i].id, s->major, s->minor))
+                                cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
@@ -544,13 +553,18 @@ static void remove_cap(WritePointState *s, WpCap *c) {
 /*
  * A cap whose protected cgroup has a latency target, under it: raised while
  * the latency is under three quarters of the target (by a twentieth of the
- * device, a tenth under half of it), up to the device's capacity, one step
- * per WP_LATENCY_STEP_USEC so that each shows before the next. The guard's
- * level is where it started, not a ceiling. 0: hold.
+ * device, a tenth under half of it), up to the device's capacity (nine
+ * tenths of it without ManageQueueDepth=), one step per WP_LATENCY_STEP_USEC
+ * so that each shows before the next. The guard's level is where it
+ * started, not a ceiling. 0: hold.
  */
-static uint64_t latency_raise(const WpCap *cap, const WpCgroup *p, const WpDevice *d, const WritePointState *state,
-                              uint64_t now) {
-        uint64_t lat, ceiling = d && d->capacity ? d->capacity : UINT64_MAX, step;
+static uint64_t latency_raise(const WpCap *cap, const WpCgroup *p, const WpDevice *d, const WpSettings *st,
+                              const WritePointState *state, uint64_t now) {
+        /* A deep device queue fills within a tick once the cap no longer binds, and the op
+         * that waits behind it takes seconds: a tenth of the device stays out of reach then.
+         * A shallow queue bounds that wait, and the writer may have the whole device. */
+        uint64_t lat, ceiling = !d || !d->capacity ? UINT64_MAX :
+                                st->manage_queue_depth ? d->capacity : d->capacity / 10 * 9, step;
 
         if (!latency_now(state, p, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling)
@@ -580,7 +594,7 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 p = find_cgroup(cg, n, cap->protected_id);
                 by_latency = !lift && p && p->io_latency_target_usec;
                 if (by_latency) {
-                        want = latency_raise(cap, p, d, state, now);
+                        want = latency_raise(cap, p, d, st, state, now);
                         if (!want)
                                 continue;
                         cap->stepped_usec = now;
@@ -695,6 +709,15 @@ static bool has_cap(const WritePointState *s, uint64_t id) {
  * back when a tighter budget that stood in its way is gone; and lifted with
  * the writer's last cap.
  */
+/* Whether a cgroup writes: dirty data piling up, or more than a trickle reaching a device. */
+static bool writing(const WpCgroup *w) {
+        uint64_t rate = 0;
+
+        for (size_t d = 0; d < w->n_devices; d++)
+                rate += w->devices[d].wbytes_per_sec;
+        return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= MIB;
+}
+
 static void decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
                             WpPlan *plan) {
         for (size_t i = state->n_budgets; i > 0; i--) {
@@ -716,7 +739,9 @@ static void decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, 
                                 if (state->caps[k].wbps != UINT64_MAX)
                                         sum = MIN(sum + state->caps[k].wbps, UINT64_MAX / 2);
                         }
-                if (w && first)
+                /* Standing caps on cgroups that do not write hold no backlog: a budget sized
+                 * for one would take their cache. */
+                if (w && first && writing(w))
                         cap_budget(w, sum, st, state, plan);
         }
 }

@@ -24,15 +24,19 @@
  *   as a writer on every guarded device before it has written to one): a
  *   stall steps them down, one step at most, from there, they creep back up
  *   to it (never past it) while the protected cgroup does not stall, and the
- *   cap goes once it has done no io there for the hold time.
+ *   cap goes once it has done no io there for the hold time. The cgroups
+ *   that could be capped but do not write yet get the guard's cap too, so
+ *   that a writer starting beside an active protected cgroup is held from
+ *   its first bio; a backlog budget comes only once they write.
  *   With IOLatencyTarget= on the protected cgroup, its io wait per request
  *   (PSI "some" time over the requests io.stat counted in the tick; the
  *   whole wait when it completed none) rules instead of its stall share: a
  *   cap over the target is cut in proportion (half at most) every
  *   WP_LATENCY_STEP_USEC, one under three quarters of it raised by a
  *   twentieth of the device (a tenth under half of it), up to the device's
- *   capacity: the cap follows the latency both ways, the guard's first cap
- *   is where it starts, not a ceiling, and WriteRateMin= stays its floor.
+ *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue):
+ *   the cap follows the latency both ways, the guard's first cap is where
+ *   it starts, not a ceiling, and WriteRateMin= stays its floor.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.

@@ -475,8 +475,9 @@ static void test_guard_caps_before_a_stall(void **s) {
         assert_int_equal(a->value, 16 * MIB * 7 / 10);
         assert_non_null(strstr(a->reason, "GuardRate"));
         assert_int_equal(a->protected_id, 1);
-        /* The small writer, at a twentieth of the heaviest, is left alone. */
-        assert_null(find(WP_SET_CAP, 3));
+        /* The small writer, at a twentieth of the heaviest, gets the guard's ceiling too, but no budget. */
+        assert_int_equal(must(WP_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_null(find(WP_SET_BUDGET, 3));
         /* Held there while nothing changes: a guard only sets the first cap. */
         decide(2 * SEC);
         decide(5 * SEC);
@@ -499,7 +500,7 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
                 decide(t * SEC);
         /* Back up while the victim does not stall, but never past GuardRate=. */
         assert_int_equal(state.caps[0].wbps, level);
-        assert_int_equal(state.n_caps, 1);
+        assert_int_equal(state.n_caps, 2);      /* the writer's, and the small writer's standing one */
 }
 
 /* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
@@ -520,7 +521,7 @@ static void test_guard_steps_down_once_at_most(void **s) {
 static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
-        assert_int_equal(state.n_caps, 1);
+        assert_int_equal(state.n_caps, 2);
         victim_dev[0].wbytes_per_sec = 0;
         decide(5 * SEC);
         assert_null(find(WP_LIFT_CAP, 2));
@@ -598,7 +599,7 @@ static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
         for (uint64_t t = 3; t < 30; t++)
                 decide(t * SEC);
         /* Neither lifted after the hold time nor crept past the guard's level. */
-        assert_int_equal(state.n_caps, 1);
+        assert_int_equal(state.n_caps, 2);
         assert_int_equal(state.caps[0].wbps, level);
         /* Idle for real (no io, no stall): lifted after the hold time. */
         cg[0].io_stall_ppm = 0;
@@ -641,12 +642,28 @@ static void test_guard_without_capacity(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
 }
 
-static void test_guard_leaves_a_trickle_alone(void **s) {
+/* Writers that do not write yet (or only a trickle) get the guard's cap before their first burst, and
+ * no backlog budget: one sized for a writer would take their cache. Once one writes, its budget comes. */
+static void test_guard_stands_before_the_first_write(void **s) {
         st.guard_rate_ppm = 700000;
         writer_dev[0].wbytes_per_sec = MIB / 2;
-        other_dev[0].wbytes_per_sec = MIB / 4;
+        other_dev[0].wbytes_per_sec = 0;
+        cg[1].dirty = 0;
         decide(1 * SEC);
-        assert_int_equal(plan.n, 0);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(WP_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(WP_SET_BUDGET, 3));
+        writer_dev[0].wbytes_per_sec = 12 * MIB;
+        decide(2 * SEC);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_non_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(WP_SET_BUDGET, 3));
+        /* Not a protected cgroup's relative, nor a more important one. */
+        other_policy.priority = 95;
+        memset(&state, 0, sizeof(state));
+        decide(3 * SEC);
+        assert_null(find(WP_SET_CAP, 3));
 }
 
 /* IOLatencyTarget=: the victim's io wait per request over the tick (stall time over requests). */
@@ -697,15 +714,26 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->value, level + 16 * MIB / 10);
         for (int i = 0; i < 6; i++)
                 decide(t += SEC / 2);
-        assert_int_equal(state.caps[0].wbps, 16 * MIB);
-        assert_int_equal(state.n_caps, 1);   /* the cap stays while the victim is active */
+        /* Nine tenths of the device at most: without a shallow queue the rest fills it within a tick. */
+        assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
+        assert_int_equal(state.n_caps, 2);   /* the caps stay while the victim is active */
         /* Between three quarters and the target: held. */
         victim_waits(450000, 50);       /* 9 ms: smoothed to about 9 */
         decide(t += SEC / 2);
         decide(t += SEC / 2);
         decide(t += SEC / 2);
         assert_null(find(WP_SET_CAP, 2));
+        assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
+        /* With ManageQueueDepth= the whole device. */
+        st.manage_queue_depth = true;
+        victim_waits(100000, 50);
+        decide(t += SEC / 2);
+        decide(t += SEC / 2);
+        decide(t += SEC / 2);
         assert_int_equal(state.caps[0].wbps, 16 * MIB);
+        victim_waits(450000, 50);
+        decide(t += SEC / 2);
+        decide(t += SEC / 2);
         /* Still lifted once the victim has been idle for the hold time. */
         victim_waits(0, 0);
         victim_dev[0].wbytes_per_sec = 0;
@@ -874,7 +902,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_cap_budget_floor_and_a_tighter_one, setup),
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
-                cmocka_unit_test_setup(test_guard_leaves_a_trickle_alone, setup),
+                cmocka_unit_test_setup(test_guard_stands_before_the_first_write, setup),
                 cmocka_unit_test_setup(test_latency_cuts_the_cap_in_proportion, setup),
                 cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
