@@ -154,7 +154,7 @@ static void show_memory(const Value *c) {
 static void show_signals(const Value *c) {
         char ms[32], mf[32], is[32], isf[32], wr[32], iv[32];
         int64_t rate = 0;
-        uint64_t interval = 0;
+        uint64_t interval = 0, wait = 0, reqs = 0;
 
         if (!value_get(c, "signals")) {
                 field("Signals", "not yet (two samples are needed)");
@@ -172,6 +172,11 @@ static void show_signals(const Value *c) {
                 field("Dirty rate", "%s%s/s", rate < 0 ? "-" : "+", abs_rate);
         }
         field("Writes", "%s/s", or_dash(cell_size(wr, c, "signals.write_rate")));
+        if (value_get_u64(c, "signals.io_wait_per_request_usec", &wait)) {
+                (void) value_get_u64(c, "signals.io_requests", &reqs);
+                field("IO wait", "%" PRIu64 ".%" PRIu64 " ms per request (%" PRIu64 " requests)",
+                      wait / 1000, wait / 100 % 10, reqs);
+        }
 }
 
 static void show_print(const Value *c, const Value *throttles) {

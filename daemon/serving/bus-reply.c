@@ -268,13 +268,30 @@ static int devices(sd_bus_message *m, const CgroupSignals *g) {
                 char dev[32];
 
                 snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, g->devices[i].major, g->devices[i].minor);
-                r = sd_bus_message_append(m, "a{sv}", 3, "device", "s", dev,
+                r = sd_bus_message_append(m, "a{sv}", 4, "device", "s", dev,
                                           "rbytes_per_sec", "t", g->devices[i].rbytes_per_sec,
-                                          "wbytes_per_sec", "t", g->devices[i].wbytes_per_sec);
+                                          "wbytes_per_sec", "t", g->devices[i].wbytes_per_sec,
+                                          "ios", "t", g->devices[i].ios);
         }
         if (r < 0)
                 return r;
         return bus_dict_close(m);
+}
+
+/* The io wait per request, as IOLatencyTarget= measures it: the io stall time over the requests
+ * io.stat counted (the whole stall when it counted none); nothing without io nor stall. */
+static int io_wait(sd_bus_message *m, const CgroupSignals *g) {
+        uint64_t ios = 0;
+        int r;
+
+        for (size_t i = 0; i < g->n_devices; i++)
+                ios += g->devices[i].ios;
+        if (!g->have_io_stall || (ios == 0 && g->io_stall.some_usec == 0))
+                return 0;
+        r = bus_dict_u64(m, "io_requests", ios);
+        if (r < 0)
+                return r;
+        return bus_dict_u64(m, "io_wait_per_request_usec", g->io_stall.some_usec / MAX(ios, UINT64_C(1)));
 }
 
 /* The signals between the last two samples; `full` adds the rates only `show` needs. */
@@ -311,6 +328,8 @@ static int signals(sd_bus_message *m, const CgroupSignals *g, bool full) {
                 if (r < 0)
                         return r;
         }
+        if (full && (r = io_wait(m, g)) < 0)
+                return r;
         if (full && (r = devices(m, g)) < 0)
                 return r;
         return bus_dict_close(m);
