@@ -552,22 +552,27 @@ static void remove_cap(WritePointState *s, WpCap *c) {
 
 /*
  * A cap whose protected cgroup has a latency target, under it: raised while
- * the latency is under three quarters of the target (by a twentieth of the
+ * the latency is under three quarters of the target and the writer uses at
+ * least three quarters of its cap (by a twentieth of the
  * device, a tenth under half of it), up to the device's capacity (nine
  * tenths of it without ManageQueueDepth=), one step per WP_LATENCY_STEP_USEC
  * so that each shows before the next. The guard's level is where it
  * started, not a ceiling. 0: hold.
  */
-static uint64_t latency_raise(const WpCap *cap, const WpCgroup *p, const WpDevice *d, const WpSettings *st,
-                              const WritePointState *state, uint64_t now) {
+static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgroup *p, const WpDevice *d,
+                              const WpSettings *st, const WritePointState *state, uint64_t now) {
         /* A deep device queue fills within a tick once the cap no longer binds, and the op
          * that waits behind it takes seconds: a tenth of the device stays out of reach then.
          * A shallow queue bounds that wait, and the writer may have the whole device. */
         uint64_t lat, ceiling = !d || !d->capacity ? UINT64_MAX :
                                 st->manage_queue_depth ? d->capacity : d->capacity / 10 * 9, step;
 
+        /* A cap the writer does not reach says nothing of what a higher one would do to
+         * the latency: a standing guard raised while its writer is idle would greet the
+         * writer's first burst wide open. */
         if (!latency_now(state, p, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
-            now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling)
+            now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
+            device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
                 return 0;
         step = MAX(d && d->capacity ? d->capacity / (lat < p->io_latency_target_usec / 2 ? 10 : 20) : 0, MIB);
         return cap->wbps > ceiling - step ? ceiling : cap->wbps + step;
@@ -594,7 +599,7 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
                 p = find_cgroup(cg, n, cap->protected_id);
                 by_latency = !lift && p && p->io_latency_target_usec;
                 if (by_latency) {
-                        want = latency_raise(cap, p, d, st, state, now);
+                        want = latency_raise(cap, w, p, d, st, state, now);
                         if (!want)
                                 continue;
                         cap->stepped_usec = now;

@@ -709,6 +709,13 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         victim_waits(100000, 50);       /* 2 ms: under half the target */
         decide(t);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        /* The small writer's standing cap, which it does not reach, is not raised. */
+        for (int i = 0; i < 12; i++)
+                decide(t + (uint64_t) i * SEC / 2);
+        assert_int_equal(state.caps[1].cgroup_id, 3);
+        assert_int_equal(state.caps[1].wbps, level);
+        memset(&state, 0, sizeof(state));
+        decide(t);
         t += SEC / 2;
         decide(t);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level + 16 * MIB / 10);

@@ -94,15 +94,21 @@ end_contention() {
 }
 
 # run_case NAME: the victim beside the writer for $secs; prints the victim's
-# line and records the writer's completed MiB/s.
+# line and records the writer's completed MiB/s. The victim runs first, as a
+# service that is there before a writer comes: the writer starts a second into
+# it (its first second counts in the victim's figures, worst op included).
 run_case() {
-    local name=$1 s0 s1 t0
+    local name=$1 s0 s1 t0 vpid
     settle
+    in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
+    vpid=$!
+    sleep 1
     s0=$(sectors_written)
     t0=$(now)
-    in_cgroup "$wcg" timeout "$secs" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+    in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
     writer=$!
-    in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" | tee "/tmp/case-$name"
+    wait "$vpid"
+    cat "/tmp/case-$name"
     wait "$writer"
     s1=$(sectors_written)
     awk -v a="$s0" -v b="$s1" -v t="$(since "$t0")" 'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' \
