@@ -162,13 +162,18 @@ static bool latency_sample(const WpCgroup *c, uint64_t *ret) {
         return true;
 }
 
-/* The smoothed latency of a protected cgroup under IOLatencyTarget=, if this tick measured one. */
-static bool latency_now(const WritePointState *state, const WpCgroup *c, uint64_t *ret) {
+/*
+ * The latency of a protected cgroup under IOLatencyTarget=, if this tick
+ * measured one: the lower of this tick's and the smoothed figure to cut a cap
+ * by (a queue that has drained since a spike needs no second cut for it), the
+ * higher to raise one by (one good tick after a bad one is not enough).
+ */
+static bool latency_now(const WritePointState *state, const WpCgroup *c, bool to_cut, uint64_t *ret) {
         const WpBaseline *b = baseline_find(state, c->id);
 
         if (!c->io_latency_target_usec || !b || !b->have_latency || !b->latency_fresh)
                 return false;
-        *ret = b->latency_usec;
+        *ret = to_cut ? MIN(b->latency_usec, b->latency_now_usec) : MAX(b->latency_usec, b->latency_now_usec);
         return true;
 }
 
@@ -239,6 +244,7 @@ static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, s
                 b->have_smooth = true;
                 b->latency_fresh = latency_sample(c, &lat);
                 if (b->latency_fresh) {
+                        b->latency_now_usec = lat;
                         b->latency_usec = b->have_latency ? (b->latency_usec + lat) / 2 : lat;
                         b->have_latency = true;
                 }
@@ -272,7 +278,7 @@ typedef struct Stall {
 static Stall stall_of(const WritePointState *state, const WpCgroup *c, uint32_t major, uint32_t minor) {
         Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0 };
 
-        if (s.target_usec && !latency_now(state, c, &s.latency_usec))
+        if (s.target_usec && !latency_now(state, c, true, &s.latency_usec))
                 s.latency_usec = 0;
         return s;
 }
@@ -409,6 +415,12 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
                 if (want >= cap->wbps)
                         return;
+                /* The knee is where the first cut of a spell came from: the cuts that follow
+                 * within a few seconds are the same queue draining. */
+                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
+                        cap->knee_wbps = cap->wbps;
+                        cap->knee_usec = now;
+                }
         } else if (cap) {
                 /* The last step has not had time to show; or one bad tick, not
                  * a lasting stall; or, for the second time since the stall
@@ -553,7 +565,8 @@ static void remove_cap(WritePointState *s, WpCap *c) {
 /*
  * A cap whose protected cgroup has a latency target, under it: raised while
  * the latency is under three quarters of the target and the writer uses at
- * least three quarters of its cap (by a twentieth of the
+ * least three quarters of its cap, never past an eighth under the cap it was
+ * last cut from (a limit rising by a hundredth of the device a second) (by a twentieth of the
  * device, a tenth under half of it), up to the device's capacity (nine
  * tenths of it without ManageQueueDepth=), one step per WP_LATENCY_STEP_USEC
  * so that each shows before the next. The guard's level is where it
@@ -570,7 +583,14 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
         /* A cap the writer does not reach says nothing of what a higher one would do to
          * the latency: a standing guard raised while its writer is idle would greet the
          * writer's first burst wide open. */
-        if (!latency_now(state, p, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
+        /* Where the latency last went over, the queue filled: the raises stop an eighth
+         * under that cap, a limit that rises by a hundredth of the device a second, so
+         * that the next probe of the knee comes slowly and seldom, not every few seconds. */
+        if (cap->knee_wbps && d && d->capacity) {
+                uint64_t since = (now - cap->knee_usec) / USEC_PER_SEC, knee = cap->knee_wbps / 8 * 7;
+                ceiling = MIN(ceiling, since >= 100 ? UINT64_MAX : knee + since * (d->capacity / 100));
+        }
+        if (!latency_now(state, p, false, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
             device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
                 return 0;

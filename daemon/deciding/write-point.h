@@ -125,6 +125,8 @@ typedef struct WpCap {
         uint32_t stall_at_step;         /* the protected cgroup's smoothed stall then */
         uint8_t no_gain;                /* steps since the stall began that did not lower it */
         uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
+        uint64_t knee_wbps;             /* IOLatencyTarget=: the cap the latency last went over at (0: none) */
+        uint64_t knee_usec;             /* ... and when it was cut from there */
         bool observed;                  /* decided while its policy only observed: not written */
 } WpCap;
 
@@ -137,6 +139,7 @@ typedef struct WpBaseline {
         uint32_t smooth_ppm;            /* half of each new figure, whether contended or not */
         bool have_smooth;
         uint64_t latency_usec;          /* io wait per request, smoothed the same way */
+        uint64_t latency_now_usec;      /* ... and as this tick measured it */
         bool have_latency;
         bool latency_fresh;             /* this tick said something of it (it did io, or waited) */
 } WpBaseline;

@@ -697,6 +697,42 @@ static void test_latency_cuts_the_cap_in_proportion(void **s) {
         /* Far over: half at most. */
         decide(3 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 833 / 1000 * 500);
+        /* Back under: raised again, but an eighth under where it was last cut from, a limit
+         * that rises by a hundredth of the device a second. */
+        victim_waits(10000, 50);        /* 0.2 ms: smoothed down within a few ticks */
+        for (uint64_t t = 7; t < 70; t++) {
+                uint64_t bound;
+
+                decide(t * SEC / 2);
+                bound = state.caps[0].knee_wbps / 8 * 7 +
+                        (t * SEC / 2 - state.caps[0].knee_usec) / SEC * (16 * MIB / 100);
+                if (find(WP_SET_CAP, 2) && must(WP_SET_CAP, 2)->value > must(WP_SET_CAP, 2)->previous)
+                        assert_true(state.caps[0].wbps <= bound);
+                if (t == 16)    /* 8 s: the bound holds it back */
+                        assert_true(state.caps[0].wbps < 16 * MIB / 10 * 9);
+                /* The cuts after the first, while the queue drains, do not move the knee. */
+                assert_int_equal(state.caps[0].knee_wbps, level);
+        }
+        assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
+}
+
+/* A spike cuts once: the tick after it, drained, cuts no more though the smoothed figure is still high;
+ * nor is the cap raised before the smoothed figure is down too. */
+static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(100000, 50);
+        decide(1 * SEC);
+        victim_waits(400000, 4);        /* 100 ms a request */
+        decide(1 * SEC + SEC / 2);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 500);
+        victim_waits(50000, 50);        /* 1 ms: the smoothed figure is still about 50 */
+        decide(2 * SEC);
+        decide(2 * SEC + SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_int_equal(state.caps[0].wbps, level / 1000 * 500);
 }
 
 /* Under three quarters of the target the cap goes up, past the guard's level, to the device's capacity;
@@ -912,6 +948,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_stands_before_the_first_write, setup),
                 cmocka_unit_test_setup(test_latency_cuts_the_cap_in_proportion, setup),
                 cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
+                cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
                 cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
                 cmocka_unit_test_setup(test_paths, setup),
