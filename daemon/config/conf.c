@@ -43,18 +43,22 @@ static int cv_duration_range(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, INTERVAL_MIN_USEC, INTERVAL_MAX_USEC);
 }
 
-/* IOLatencyTarget= of a policy. */
-static int cv_latency_target(const char *v, void *dest, uint64_t min) {
+static int latency_target(const char *v, void *dest, uint64_t off) {
+        if (streq(v, "off")) {
+                *(uint64_t *) dest = off;
+                return 0;
+        }
         return duration_between(v, dest, IO_LATENCY_TARGET_MIN_USEC, IO_LATENCY_TARGET_MAX_USEC);
 }
 
 /* [WritePoint] IOLatencyTarget=: off (0) leaves the caps to the stall share. */
 static int cv_latency_target_or_off(const char *v, void *dest, uint64_t min) {
-        if (streq(v, "off") || streq(v, "0")) {
-                *(uint64_t *) dest = 0;
-                return 0;
-        }
-        return cv_latency_target(v, dest, min);
+        return latency_target(v, dest, 0);
+}
+
+/* A policy's IOLatencyTarget=: off there holds against a target of [WritePoint]. */
+static int cv_policy_latency_target(const char *v, void *dest, uint64_t min) {
+        return latency_target(v, dest, POLICY_LATENCY_OFF);
 }
 
 /* What the kernel accepts as a PSI trigger window. */
@@ -353,8 +357,8 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
-        { "Policy", "IOLatencyTarget", cv_latency_target, offsetof(Policy, io_latency_target_usec),
-          "a duration between 1ms and 10s (e.g. 20ms)" },
+        { "Policy", "IOLatencyTarget", cv_policy_latency_target, offsetof(Policy, io_latency_target_usec),
+          "off, or a duration between 1ms and 10s (e.g. 20ms)" },
 };
 
 static const char *const policy_sections[] = { "Policy", NULL };

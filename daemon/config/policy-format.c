@@ -56,9 +56,12 @@ static const char *format_percent_or_unset(char buf[static POLICY_VALUE_MAX], ui
         return format_percent(buf, ppm);
 }
 
-static const char *format_duration(char buf[static POLICY_VALUE_MAX], uint64_t usec) {
+/* IOLatencyTarget=: "" unset (0), off, or the duration. */
+static const char *format_latency(char buf[static POLICY_VALUE_MAX], uint64_t usec) {
         if (usec == 0)
                 buf[0] = '\0';
+        else if (usec == POLICY_LATENCY_OFF)
+                snprintf(buf, POLICY_VALUE_MAX, "off");
         else if (usec % USEC_PER_SEC == 0)
                 snprintf(buf, POLICY_VALUE_MAX, "%" PRIu64 "s", usec / USEC_PER_SEC);
         else if (usec % USEC_PER_MSEC == 0)
@@ -94,7 +97,7 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
         else if (streq(key, "IOPressureLimit"))
                 format_percent_or_unset(buf, p->io_pressure_limit_ppm);
         else if (streq(key, "IOLatencyTarget"))
-                format_duration(buf, p->io_latency_target_usec);
+                format_latency(buf, p->io_latency_target_usec);
         else
                 return -ENOENT;
         return 0;
@@ -111,6 +114,6 @@ int policy_format_effective(const Policy *p, const DaemonSettings *d, const char
         else if (streq(key, "WriteRateMin"))
                 format_percent(buf, d->write_rate_min_ppm);
         else if (streq(key, "IOLatencyTarget"))
-                format_duration(buf, d->io_latency_target_usec);
+                format_latency(buf, d->io_latency_target_usec ?: POLICY_LATENCY_OFF);
         return 0;
 }

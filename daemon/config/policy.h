@@ -71,12 +71,15 @@ typedef struct Policy {
          * are capped. 0: the daemon's [WritePoint] IOPressureLimit=. */
         uint32_t io_pressure_limit_ppm;
         /* For a protected cgroup: the io wait per request it tolerates; its writers' caps follow it
-         * instead of the stall share. 0: the daemon's [WritePoint] IOLatencyTarget= (itself 0: off). */
+         * instead of the stall share. 0: the daemon's [WritePoint] IOLatencyTarget= (itself 0: off);
+         * POLICY_LATENCY_OFF: off whatever the daemon's is. */
         uint64_t io_latency_target_usec;
 
         /* Slow the cgroup's allocations (memory.high) when its growth drives host pressure. */
         bool allocation_throttle;
 } Policy;
+
+#define POLICY_LATENCY_OFF UINT64_MAX
 
 /* A policy with every key at its default. */
 Policy *policy_new(const char *name, const char *file);

@@ -45,7 +45,8 @@ static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
                         .have_io_stall = e->signals.valid && e->signals.have_io_stall,
                         .io_stall_ppm = e->signals.io_stall.some_ppm,
                         .io_stall_usec = e->signals.io_stall.some_usec,
-                        .io_latency_target_usec = p->io_latency_target_usec ?: ctx->config->daemon.io_latency_target_usec,
+                        .io_latency_target_usec = p->io_latency_target_usec == POLICY_LATENCY_OFF ? 0 :
+                                                  p->io_latency_target_usec ?: ctx->config->daemon.io_latency_target_usec,
                         .have_memory = (s->have & SAMPLE_MEMORY_CURRENT) && (s->have & SAMPLE_MEMORY_STAT),
                         .memory_current = s->memory_current,
                         .file = sample_stat(s, STAT_FILE),

@@ -188,6 +188,15 @@ static uint32_t smoothed_stall(WritePointState *state, const WpCgroup *c) {
         WpBaseline *b = baseline_of(state, c->id, false);
         return b && b->have_smooth ? b->smooth_ppm : c->io_stall_ppm;
 }
+/* Whether a cgroup writes: dirty data piling up, or more than a trickle reaching a device. */
+static bool writing(const WpCgroup *w) {
+        uint64_t rate = 0;
+
+        for (size_t d = 0; d < w->n_devices; d++)
+                rate += w->devices[d].wbytes_per_sec;
+        return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= MIB;
+}
+
 /* Whether anyone that could be capped for `c` writes to one of its devices
  * (more than a trickle), or is capped there now. Not the device's completed
  * rate beyond c's own writes: that takes in the journal blocks c's own
@@ -201,9 +210,12 @@ static bool contended(const WpCgroup *cg, size_t n, const WpCgroup *c, const WpD
                 const WpDevice *x = find_device(dev, n_dev, major, minor);
                 uint64_t others = 0, trickle = MAX(x ? x->capacity / 20 : 0, MIB);
 
-                for (size_t i = 0; i < state->n_caps; i++)
-                        if (state->caps[i].major == major && state->caps[i].minor == minor)
+                /* A standing guard on a cgroup that does not write contends with nobody. */
+                for (size_t i = 0; i < state->n_caps; i++) {
+                        const WpCgroup *w = find_cgroup(cg, n, state->caps[i].cgroup_id);
+                        if (state->caps[i].major == major && state->caps[i].minor == minor && w && writing(w))
                                 return true;
+                }
                 for (size_t i = 0; i < n; i++)
                         if (&cg[i] != c && may_cap(&cg[i], c))
                                 others += device_rate_of(&cg[i], major, minor);
@@ -224,6 +236,8 @@ static bool doing_io(const WpCgroup *c) {
  * an idle tick says nothing about what the cgroup's own io costs it. */
 static void learn_baselines(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev,
                             WritePointState *state) {
+        for (size_t i = 0; i < state->n_baselines; i++)
+                state->baselines[i].latency_fresh = false;
         for (size_t i = state->n_baselines; i > 0; i--) {
                 const WpCgroup *c = find_cgroup(cg, n, state->baselines[i - 1].cgroup_id);
                 if (!c || !c->protect)
@@ -390,13 +404,36 @@ static void cap_budget(const WpCgroup *w, uint64_t wbps, const WpSettings *st, W
         *b = (WpBudget) { .cgroup_id = w->id, .high = high, .limit = limit, .cap = true };
 }
 
+/* Whether the cgroup's io.stat lists the device: it has done io there since it was made (and its io
+ * controller is on). A standing guard goes only there: a cap on a cgroup that never wrote is a
+ * write that fails or churns every tick, and a cgroup made for a new writer is capped at the
+ * first tick it writes, as before. */
+static bool lists_device(const WpCgroup *c, uint32_t major, uint32_t minor) {
+        for (size_t d = 0; d < c->n_devices; d++)
+                if (c->devices[d].major == major && c->devices[d].minor == minor)
+                        return true;
+        return false;
+}
+
+/* Caps held on cgroups that do not write: at most half the table, so that a writer always finds room. */
+static size_t standing_caps(const WpCgroup *cg, size_t n, const WritePointState *state) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < state->n_caps; i++) {
+                const WpCgroup *w = find_cgroup(cg, n, state->caps[i].cgroup_id);
+                k += !w || !writing(w);
+        }
+        return k;
+}
+
 /*
  * A cap for one writer: the first one from what it gets now (or, guarding,
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
  * A guard only ever sets the first cap.
  */
-static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
-                       const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+static void cap_writer(const WpCgroup *cg, size_t n, const WpCgroup *w, const Stall *s, const WpDevice *dev,
+                       uint64_t rate, bool guard, const WpSettings *st, uint64_t now, WritePointState *state,
+                       WpPlan *plan) {
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
@@ -415,12 +452,6 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
                 if (want >= cap->wbps)
                         return;
-                /* The knee is where the first cut of a spell came from: the cuts that follow
-                 * within a few seconds are the same queue draining. */
-                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
-                        cap->knee_wbps = cap->wbps;
-                        cap->knee_usec = now;
-                }
         } else if (cap) {
                 /* The last step has not had time to show; or one bad tick, not
                  * a lasting stall; or, for the second time since the stall
@@ -464,15 +495,22 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         want = MAX(want, floor);
         if (cap && want >= cap->wbps)
                 return; /* at its floor already */
-        if (!cap) {
-                if (state->n_caps >= WP_CAPS_MAX)
-                        return;
-                cap = &state->caps[state->n_caps++];
-                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
-        }
+        if (!cap && (state->n_caps >= WP_CAPS_MAX || (!writing(w) && standing_caps(cg, n, state) >= WP_CAPS_MAX / 2)))
+                return;
         a = plan_add(plan, WP_SET_CAP, w);
         if (!a)
                 return;
+        if (!cap) {
+                cap = &state->caps[state->n_caps++];
+                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
+        } else if (s->target_usec && !guard) {
+                /* The knee is where the first cut of a spell came from: the cuts that follow
+                 * within a few seconds are the same queue draining. */
+                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
+                        cap->knee_wbps = cap->wbps;
+                        cap->knee_usec = now;
+                }
+        }
         a->major = s->major;
         a->minor = s->minor;
         a->previous = cap->wbps;
@@ -544,7 +582,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
          * first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
+                        cap_writer(cg, n, top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
                                    guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
                                    st, now, state, plan);
         /* Guarding, the writers that have not written yet too: a dd's first second
@@ -554,8 +592,9 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
          * on a cgroup that does not write costs it nothing. */
         if (guard && guard_level(dev, st) > 0)
                 for (size_t i = 0; i < n; i++)
-                        if (may_cap(&cg[i], s->victim) && !find_cap(state, cg[i].id, s->major, s->minor))
-                                cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
+                        if (may_cap(&cg[i], s->victim) && lists_device(&cg[i], s->major, s->minor) &&
+                            !find_cap(state, cg[i].id, s->major, s->minor))
+                                cap_writer(cg, n, &cg[i], s, dev, 0, true, st, now, state, plan);
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
@@ -563,14 +602,14 @@ static void remove_cap(WritePointState *s, WpCap *c) {
 }
 
 /*
- * A cap whose protected cgroup has a latency target, under it: raised while
- * the latency is under three quarters of the target and the writer uses at
- * least three quarters of its cap, never past an eighth under the cap it was
- * last cut from (a limit rising by a hundredth of the device a second) (by a twentieth of the
- * device, a tenth under half of it), up to the device's capacity (nine
- * tenths of it without ManageQueueDepth=), one step per WP_LATENCY_STEP_USEC
- * so that each shows before the next. The guard's level is where it
- * started, not a ceiling. 0: hold.
+ * A cap whose protected cgroup has a latency target, under it: raised by a
+ * twentieth of the device (a tenth while the latency is under half the
+ * target) while the latency is under three quarters of the target and the
+ * writer uses at least three quarters of its cap, one step per
+ * WP_LATENCY_STEP_USEC so that each shows before the next; up to the device's
+ * capacity (nine tenths of it without ManageQueueDepth=) and never past the
+ * knee's limit below. The guard's level is where it started, not a
+ * ceiling. 0: hold.
  */
 static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgroup *p, const WpDevice *d,
                               const WpSettings *st, const WritePointState *state, uint64_t now) {
@@ -580,22 +619,23 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
         uint64_t lat, ceiling = !d || !d->capacity ? UINT64_MAX :
                                 st->manage_queue_depth ? d->capacity : d->capacity / 10 * 9, step;
 
-        /* A cap the writer does not reach says nothing of what a higher one would do to
-         * the latency: a standing guard raised while its writer is idle would greet the
-         * writer's first burst wide open. */
         /* Where the latency last went over, the queue filled: the raises stop an eighth
          * under that cap, a limit that rises by a hundredth of the device a second, so
          * that the next probe of the knee comes slowly and seldom, not every few seconds. */
         if (cap->knee_wbps && d && d->capacity) {
-                uint64_t since = (now - cap->knee_usec) / USEC_PER_SEC, knee = cap->knee_wbps / 8 * 7;
+                uint64_t since = now > cap->knee_usec ? (now - cap->knee_usec) / USEC_PER_SEC : 0;
+                uint64_t knee = cap->knee_wbps / 8 * 7;
                 ceiling = MIN(ceiling, since >= 100 ? UINT64_MAX : knee + since * (d->capacity / 100));
         }
+        /* A cap the writer does not reach says nothing of what a higher one would do to
+         * the latency: a standing guard raised while its writer is idle would greet the
+         * writer's first burst wide open. */
         if (!latency_now(state, p, false, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
             device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
                 return 0;
         step = MAX(d && d->capacity ? d->capacity / (lat < p->io_latency_target_usec / 2 ? 10 : 20) : 0, MIB);
-        return cap->wbps > ceiling - step ? ceiling : cap->wbps + step;
+        return ceiling - cap->wbps <= step ? ceiling : cap->wbps + step;
 }
 
 /* Caps where nobody stalls now: creep up, or lift after the hold time. */
@@ -734,15 +774,6 @@ static bool has_cap(const WritePointState *s, uint64_t id) {
  * back when a tighter budget that stood in its way is gone; and lifted with
  * the writer's last cap.
  */
-/* Whether a cgroup writes: dirty data piling up, or more than a trickle reaching a device. */
-static bool writing(const WpCgroup *w) {
-        uint64_t rate = 0;
-
-        for (size_t d = 0; d < w->n_devices; d++)
-                rate += w->devices[d].wbytes_per_sec;
-        return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= MIB;
-}
-
 static void decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
                             WpPlan *plan) {
         for (size_t i = state->n_budgets; i > 0; i--) {

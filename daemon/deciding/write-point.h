@@ -34,9 +34,12 @@
  *   cap over the target is cut in proportion (half at most) every
  *   WP_LATENCY_STEP_USEC, one under three quarters of it raised by a
  *   twentieth of the device (a tenth under half of it), up to the device's
- *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue):
- *   the cap follows the latency both ways, the guard's first cap is where
- *   it starts, not a ceiling, and WriteRateMin= stays its floor.
+ *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue),
+ *   only while the writer uses three quarters of its cap, and never past an
+ *   eighth under the cap the last spell of cuts began at (the knee; a limit
+ *   rising by a hundredth of the device a second): the cap follows the
+ *   latency both ways, the guard's first cap is where it starts, not a
+ *   ceiling, and WriteRateMin= stays its floor.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
  *   memory.high is lowered to the level whose per-cgroup dirty limit matches
  *   the budget; it is restored once the writer is back under DirtyBackground=.

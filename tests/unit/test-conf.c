@@ -246,11 +246,18 @@ static void test_latency_target(void **state) {
         assert_int_equal(c->daemon.io_latency_target_usec, 0);
         config_free(c);
 
-        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=500us\n");
+        /* A policy's off holds against the daemon's target. */
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=20ms\n");
         put("etc/mdreclaim/policies.d/db.conf", "[Policy]\nMatch=db.service\nIOLatencyTarget=off\n");
+        c = load_ok();
+        assert_int_equal(c->policies[0]->io_latency_target_usec, POLICY_LATENCY_OFF);
+        config_free(c);
+
+        put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=500us\n");
+        put("etc/mdreclaim/policies.d/db.conf", "[Policy]\nMatch=db.service\nIOLatencyTarget=11s\n");
         load_fail(&d);
         ASSERT_DIAG(&d, "off.conf:2:", "IOLatencyTarget=: expected off, or a duration between 1ms and 10s");
-        ASSERT_DIAG(&d, "db.conf:3:", "IOLatencyTarget=: expected a duration between 1ms and 10s");
+        ASSERT_DIAG(&d, "db.conf:3:", "IOLatencyTarget=: expected off, or a duration between 1ms and 10s");
         conf_diag_clear(&d);
 }
 

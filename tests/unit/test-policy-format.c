@@ -107,6 +107,9 @@ static void test_every_key(void **state) {
         p->io_latency_target_usec = 2 * USEC_PER_SEC;
         policy_format_value(p, "IOLatencyTarget", b);
         assert_string_equal(b, "2s");
+        p->io_latency_target_usec = POLICY_LATENCY_OFF;
+        policy_format_value(p, "IOLatencyTarget", b);
+        assert_string_equal(b, "off");
         p->io_latency_target_usec = 0;
 
         /* Set values. */

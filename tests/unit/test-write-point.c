@@ -203,8 +203,10 @@ static void test_baseline_learning(void **s) {
         memset(&state, 0, sizeof(state));
         state.caps[0] = (WpCap) { .cgroup_id = 2, .major = 8, .minor = 0, .wbps = 8 * MIB };
         state.n_caps = 1;
+        cg[1].dirty = 32 * MIB;         /* a capped writer whose writes wait in its cap */
         decide(3 * SEC);
         assert_int_equal(write_point_baseline(&state, 1), 0);
+        cg[1].dirty = 0;
         memset(&state, 0, sizeof(state));
         /* An idle victim teaches nothing either. */
         victim_dev[0].wbytes_per_sec = 0;
@@ -814,6 +816,65 @@ static void test_latency_without_a_sample_holds(void **s) {
         }
 }
 
+/* Standing caps take half the table at most: a writer that comes later still finds room. Only cgroups
+ * whose io.stat lists the device get one. */
+static void test_standing_caps_leave_room_for_writers(void **s) {
+        enum { N = WP_CAPS_MAX + 20 };
+        static WpCgroup many[N];
+        static DeviceRate idle_dev[1], none_dev[1];
+
+        st.guard_rate_ppm = 700000;
+        idle_dev[0] = (DeviceRate) { .major = 8, .minor = 0 };
+        none_dev[0] = (DeviceRate) { .major = 8, .minor = 16 };
+        many[0] = cg[0];
+        for (size_t i = 1; i < N - 1; i++)
+                many[i] = (WpCgroup) { .id = 100 + i, .path = "/batch.slice/idle.service", .policy = &other_policy,
+                                       .devices = i % 2 ? idle_dev : none_dev, .n_devices = 1 };
+        many[N - 1] = cg[1];
+        write_point_decide(many, N, dev, 1, &st, 1 * SEC, &state, &plan);
+        assert_true(state.n_caps <= WP_CAPS_MAX / 2 + 1);
+        for (size_t i = 0; i < state.n_caps; i++)
+                assert_true(state.caps[i].cgroup_id == 2 || state.caps[i].cgroup_id % 2 == 1);
+        assert_non_null(find(WP_SET_CAP, 2));
+}
+
+/* A standing guard on a cgroup that does not write is no contention: the victim's baseline is learnt
+ * beside it. */
+static void test_baseline_learnt_beside_a_standing_guard(void **s) {
+        st.guard_rate_ppm = 700000;
+        writer_dev[0].wbytes_per_sec = 0;
+        other_dev[0].wbytes_per_sec = 0;
+        cg[1].dirty = 0;
+        cg[0].io_stall_ppm = 20000;
+        for (uint64_t t = 1; t <= 10; t++)
+                decide(t * SEC);
+        assert_int_equal(state.n_caps, 2);
+        assert_int_equal(state.baselines[0].n, 10);
+        assert_int_equal(write_point_baseline(&state, 1), 20000);
+}
+
+/* On a fast device a step is larger than the room left under the knee: the raise stops at the knee's
+ * limit, never past it. */
+static void test_latency_raise_under_the_knee_on_a_fast_device(void **s) {
+        dev[0].capacity = dev[0].write_rate = 400 * MIB;
+        writer_dev[0].wbytes_per_sec = 400 * MIB;
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(100000, 50);
+        decide(1 * SEC);
+        victim_waits(400000, 4);
+        for (uint64_t t = 3; t < 9; t++)        /* cut to 1/64 of the guard within 3 s */
+                decide(t * SEC / 2);
+        state.caps[0].knee_wbps = 20 * MIB;     /* as if the spell had begun there, now */
+        state.caps[0].knee_usec = 4 * SEC;
+        state.caps[0].wbps = 10 * MIB;
+        victim_waits(10000, 50);
+        for (uint64_t t = 9; t < 14; t++)
+                decide(t * SEC / 2);
+        assert_true(state.caps[0].wbps <= 20 * MIB / 8 * 7 + 3 * (400 * MIB / 100));
+        assert_true(state.caps[0].wbps > 10 * MIB);
+}
+
 static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/a/b", "/a"));
         assert_true(cgroup_path_is_below("/a", "/a"));
@@ -951,6 +1012,9 @@ int main(void) {
                 cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
                 cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
+                cmocka_unit_test_setup(test_standing_caps_leave_room_for_writers, setup),
+                cmocka_unit_test_setup(test_baseline_learnt_beside_a_standing_guard, setup),
+                cmocka_unit_test_setup(test_latency_raise_under_the_knee_on_a_fast_device, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

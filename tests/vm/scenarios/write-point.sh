@@ -107,6 +107,8 @@ run_case() {
     t0=$(now)
     in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
     writer=$!
+    # The writer's cap halfway through, as the file says.
+    (sleep $((secs / 2)); wbps_now > "/tmp/wbps-mid-$name") &
     wait "$vpid"
     cat "/tmp/case-$name"
     wait "$writer"
@@ -254,9 +256,11 @@ start_daemon
 # The daemon runs before the writer comes, as a service would: it sees what
 # the victim stalls on its own (its baseline) before anyone contends.
 in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
+# The guard caps a writer's cgroup once the victim is active, before it writes:
+# what must hold is a cap on the writer while both run, seen in the file.
 run_case mdreclaimd
 cases="$cases mdreclaimd"
-capped=$(grep -c 'cap-writes\|ACTION=cap-writes\|io.max .* wbps' /tmp/daemon.log)
+capped=$(cat /tmp/wbps-mid-mdreclaimd)
 # The bench's picture of the case: the victim's stall, the writer's dirty data
 # and writes, and the cap, from the daemon's own history (vmtest keeps it
 # where MDRECLAIM_VM_ARTIFACTS says).
@@ -267,7 +271,8 @@ if [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ART
 fi
 stop_daemon TERM
 cp /tmp/daemon.log "/tmp/daemon-$fs.log"
-check_cmp "the daemon capped the writer while the victim stalled (events)" "$capped" -gt 0
+note "the writer's io.max wbps in the middle of the case: ${capped:-none}"
+check "a cap held the writer in the middle of the case" test -n "$capped" -a "$capped" != max
 check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
 fi
 if [ "$bench" = 1 ]; then
