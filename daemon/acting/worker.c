@@ -39,69 +39,30 @@ static Job *job_of(Task *t) {
         return (Job *) t;       /* the task is the job's first member */
 }
 
-uint64_t reclaim_write_next(uint64_t size, uint64_t asked, uint64_t took_usec, uint64_t page_size) {
-        uint64_t floor, next;
-
-        page_size = page_size ?: 4096;
-        floor = RECLAIM_WRITE_MIN_PAGES * page_size;
-        size = MAX(MIN(size, RECLAIM_WRITE_MAX), floor);
-        if (took_usec > RECLAIM_WRITE_TARGET_USEC)
-                /* Taken as if the time went with the size (swap-out at the device's pace); at least
-                 * halved, so that a write slow for a reason the size does not change still comes down
-                 * to the floor, where each write is one kernel batch. */
-                next = MIN(size / 2, MIN(asked, size) * RECLAIM_WRITE_TARGET_USEC / took_usec);
-        else if (took_usec < RECLAIM_WRITE_TARGET_USEC / 2 && asked >= size)
-                /* Only a write given the whole size tells that size is quick: a job's last, smaller
-                 * one does not. */
-                next = size * 2;
-        else
-                next = size;
-        return MAX(MIN(next / page_size * page_size, RECLAIM_WRITE_MAX), floor);
-}
-
 /*
- * The size this thread's next write would take (0: none written yet). Kept
- * per thread, not in the Worker: each worker has its own thread, and a job
- * abandoned at stop, still in the kernel after worker_free(), must touch
- * nothing of the worker's.
+ * One write to memory.reclaim asks for at most this much. The kernel looks
+ * for a signal only between its reclaim passes, and one pass goes on until
+ * it has freed what it was asked for: swapping out to a saturated 16 MiB/s
+ * disk, a 64 MiB write kept a stopping daemon alive 2.7-5.5 s
+ * (docs/allocation-point.md); 8 MiB is half a second there.
  */
-static __thread uint64_t write_size;
-
-static uint64_t page_size(void) {
-        long page = sysconf(_SC_PAGESIZE);
-
-        return page > 0 ? (uint64_t) page : 4096;
-}
-
-/* A job's first size: this thread's if smaller, since the device that made it small may be this job's too. */
-static uint64_t first_write_size(void) {
-        return MIN(write_size ?: RECLAIM_WRITE_FIRST, RECLAIM_WRITE_FIRST);
-}
-
-/* Writes `value` to `file`, and sizes the next write from how long this one kept the thread in the kernel. */
-static int write_sized(Job *j, const char *file, const char *value, uint64_t *size, uint64_t asked) {
-        uint64_t start = now_usec(CLOCK_MONOTONIC);
-        int r = cg_dir_write(j->dirfd, file, value);
-
-        *size = write_size = reclaim_write_next(*size, asked, now_usec(CLOCK_MONOTONIC) - start, page_size());
-        return r;
-}
+#define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
 
 /* memory.reclaim in steps: small writes block briefly, the overshoot of each
  * stays small, and the job stops when it has freed what it asked for, when a
  * step frees nothing, or when time runs out (or the daemon stops). */
 static void run_reclaim(Job *j) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
-        uint64_t cap = j->step ? j->step : j->bytes, size = first_write_size(), done = 0, last;
+        uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last;
         char buf[64];
 
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
         last = j->before;
         while (done < j->bytes && now_usec(CLOCK_MONOTONIC) < deadline && !taskq_stopping()) {
-                uint64_t ask = MIN(MIN(size, cap), j->bytes - done), now_current = last;
+                uint64_t ask = MIN(step, j->bytes - done), now_current = last;
 
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
-                j->result = write_sized(j, "memory.reclaim", buf, &size, ask);
+                j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
                 (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);
                 /* A step that freed more than asked (slab comes in large batches) counts as much. */
                 done += MAX(ask, u64_delta(last, now_current));
@@ -243,22 +204,22 @@ static void run_writeback(Job *j) {
  * that look for a signal only between them, and its first pass goes on
  * until it has freed the whole gap: lowering it 100 MiB at once over anon
  * that swaps out to a saturated 16 MiB/s disk kept a stopping daemon alive
- * 9 s. Each step sets it one write size (reclaim_write_next()) under the
- * usage (or under the value it holds, if lower); the target is written once
- * the gap is that small, when a step no longer brings the usage down, or at
- * half the job's budget (the rest is then reclaimed in one write, cut at
- * the budget as before). Stopped or cancelled between steps, the file holds
- * a value between the one before and the target: the actuator takes those
+ * 9 s. Each step sets it at most RECLAIM_WRITE_MAX under the usage (or
+ * under the value it holds, if lower); the target is written once the gap
+ * is that small, when a step no longer brings the usage down, or at half
+ * the job's budget (the rest is then reclaimed in one write, cut at the
+ * budget as before). Stopped or cancelled between steps, the file holds a
+ * value between the one before and the target: the actuator takes those
  * for its own.
  */
 static int write_high(Task *t, Job *j) {
         uint64_t target, deadline = now_usec(CLOCK_MONOTONIC) + j->budget_usec / 2, last = UINT64_MAX;
-        uint64_t page = page_size(), size = first_write_size();
+        long page = sysconf(_SC_PAGESIZE);
         bool stepped = false;
         char buf[32];
         int r;
 
-        if (cg_parse_u64(j->data, strlen(j->data), &target) < 0 || target == UINT64_MAX)
+        if (cg_parse_u64(j->data, strlen(j->data), &target) < 0 || target == UINT64_MAX || page <= 0)
                 return cg_dir_write(j->dirfd, j->file, j->data);
         while (!taskq_cancelled(t) && !taskq_stopping() && now_usec(CLOCK_MONOTONIC) < deadline) {
                 uint64_t current, high, base, next;
@@ -267,12 +228,11 @@ static int write_high(Task *t, Job *j) {
                     cg_dir_read_u64(j->dirfd, "memory.high", &high) < 0 || current >= last)
                         break;
                 base = MIN(current, high);
-                next = (base - MIN(base, size)) / page * page;
+                next = (base - MIN(base, RECLAIM_WRITE_MAX)) / (uint64_t) page * (uint64_t) page;
                 if (next <= target)
                         break;
                 snprintf(buf, sizeof(buf), "%llu", (unsigned long long) next);
-                /* The gap asked for is the usage's, not the old memory.high's: that is what the kernel frees. */
-                r = write_sized(j, "memory.high", buf, &size, current - MIN(current, next));
+                r = cg_dir_write(j->dirfd, "memory.high", buf);
                 if (r < 0 && r != -EINTR)
                         return r;
                 stepped = true;

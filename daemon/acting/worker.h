@@ -2,8 +2,8 @@
 /*
  * The cgroup jobs that may block in the kernel, run off the event loop on
  * the task queue (taskq.h): writes to memory.high (lowering it reclaims in
- * the writer's context: lowered in steps under the usage), memory.reclaim in
- * measured steps, both sized by reclaim_write_next(), and writeback of the
+ * the writer's context: lowered in steps of at most 8 MiB under the usage),
+ * memory.reclaim in measured steps of at most 8 MiB, and writeback of the
  * files a cgroup's tasks hold open for writing, in bounded ranges. Each job
  * has a time budget; at stop the running one is interrupted, and returns
  * once the kernel is done with its current step.
@@ -17,33 +17,6 @@
 #include "taskq.h"
 
 #define WORKER_QUEUE_MAX 64
-
-/*
- * How much one write to memory.reclaim, or one memory.high step, asks the
- * kernel to free. The kernel looks for a signal only between its reclaim
- * passes, and one pass goes on until it has freed what it was asked for;
- * pages it swaps out count as freed only once written, and it waits for
- * the device's write throttling uninterruptibly. Swapping out to a
- * saturated 16 MiB/s disk, one 8 MiB write kept a stopping daemon alive
- * 5.1-5.7 s (docs/allocation-point.md), where a quick cache-only one takes
- * a few ms. So the size is not fixed but follows how long the last write
- * took: cut to aim at RECLAIM_WRITE_TARGET_USEC when a write took longer,
- * doubled when writes are quick, between a kernel reclaim batch (32 pages,
- * which the kernel asks for anyway) and RECLAIM_WRITE_MAX. A job starts at
- * RECLAIM_WRITE_FIRST at most (the last job may have been another cgroup's,
- * on a faster device), lower when the worker's last writes were slow.
- */
-#define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
-#define RECLAIM_WRITE_FIRST (UINT64_C(1) << 20)
-#define RECLAIM_WRITE_MIN_PAGES 32
-#define RECLAIM_WRITE_TARGET_USEC UINT64_C(150000)
-
-/*
- * The size of the next write, from `size` (the one the last write was given
- * by this function), `asked` (what it asked: less at a job's end) and how
- * long it took. Whole pages of `page_size`.
- */
-uint64_t reclaim_write_next(uint64_t size, uint64_t asked, uint64_t took_usec, uint64_t page_size);
 
 typedef enum JobKind {
         JOB_FILE_WRITE,         /* write `data` to `file` below the cgroup */
