@@ -13,7 +13,8 @@
 # as soon as the worker is seen inside a write to a cgroup file. Printed
 # per run: that file, the time from SIGTERM to the process's end, when
 # memory.high and memory.swap.max were the operator's again, and their
-# values after.
+# values after; and the worker thread's kernel stack at SIGTERM, with what
+# it waited on (wchan) every 250 ms until it was gone.
 #   MDRECLAIMD=... MDCTL=... tests/vm/vmtest --timeout 600 bench-alloc-stop
 . "$(dirname "$0")/lib.sh"
 need_daemon
@@ -29,8 +30,24 @@ fallocate -l 256M "$mnt/swapfile" && chmod 600 "$mnt/swapfile" && mkswap "$mnt/s
     swapon "$mnt/swapfile" || fatal "cannot turn swap on"
 fallocate -l 300M "$mnt/clean"
 high_orig=943718400 swap_orig=314572800
+# write_tid PID: the thread of PID inside a write(2) to a cgroup file now, or nothing
+write_tid() {
+    local t sc fd
+    for t in /proc/"$1"/task/*; do
+        read -r sc fd _ < "$t/syscall" 2> /dev/null || continue
+        [ "$sc" = 1 ] || continue
+        case $(readlink "/proc/$1/fd/$((fd))" 2> /dev/null) in
+        /sys/fs/cgroup/*) echo "${t##*/}"; return 0 ;;
+        esac
+    done
+    return 1
+}
+# stack_line FILE: a kernel stack on one line, innermost first, without offsets
+stack_line() {
+    sed 's/^\[<[0-9a-f]*>\] //; s/+0x[0-9a-f]*\/0x[0-9a-f]*$//' "$1" 2> /dev/null | head -n 14 | paste -sd ' ' -
+}
 one() { # N KIND(reclaim|cacheonly|high)
-    local cg pid t0 t1 writer holder poller exit_ms in_write= before
+    local cg pid t0 t1 writer holder poller exit_ms in_write= before tid stack0= sampler=
     echo "==== run $1: $2"
     cg=$(new_cgroup mdr-stop) || fatal "no cgroup"
     echo "$high_orig" > "$cg/memory.high"; echo "$swap_orig" > "$cg/memory.swap.max"
@@ -59,12 +76,25 @@ one() { # N KIND(reclaim|cacheonly|high)
     (while [ "$(cat "$cg/memory.high")" != "$high_orig" ] || [ "$(cat "$cg/memory.swap.max")" != "$swap_orig" ]; do
         sleep 0.02; done; echo $(( ($(date +%s%N) - t0) / 1000000 ))) > /tmp/restored &
     poller=$!
+    tid=$(write_tid "$pid") && stack0=$(stack_line "/proc/$pid/task/$tid/stack")
     kill -TERM "$pid"
+    if [ -n "$tid" ]; then
+        (while [ -e "/proc/$pid/task/$tid" ]; do
+            cat "/proc/$pid/task/$tid/wchan" 2> /dev/null; echo; sleep 0.25; done) > /tmp/wchan &
+        sampler=$!
+    fi
     note "worker at SIGTERM: ${in_write:-not inside a cgroup file write}; $before"
     wait "$pid"
     t1=$(date +%s%N)
     sleep 0.5; kill "$poller" 2> /dev/null; wait "$poller" 2> /dev/null
     exit_ms=$(( (t1 - t0) / 1000000 ))
+    if [ -n "$sampler" ]; then
+        kill "$sampler" 2> /dev/null; wait "$sampler" 2> /dev/null
+        note "worker's stack at SIGTERM: ${stack0:-not read}"
+        note "its wchan every 250 ms after: $(grep -v '^$' /tmp/wchan | uniq -c |
+            awk '{ printf "%s%s x%d", s, $2, $1; s = ", " } END { if (!NR) printf "none read (out at once)" }')"
+        rm -f /tmp/wchan
+    fi
     echo "RESULT run=$1 kind=$2 in_write=${in_write:-none} exit_ms=$exit_ms restored_ms=$(cat /tmp/restored) high_after=$(cat "$cg/memory.high") swap_after=$(cat "$cg/memory.swap.max")"
     check_cmp "run $1: the daemon ended within 2 s of SIGTERM (ms)" "$exit_ms" -le 2000
     check "run $1: memory.high and memory.swap.max are the operator's" \
