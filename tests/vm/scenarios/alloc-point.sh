@@ -239,7 +239,7 @@ else note "peer: no oomd at $oomd_bin: the senpai runs are skipped (install Debi
 
 # peer_run KIND N: one run; a RESULT line and a column of /tmp/peer.results
 peer_run() {
-    local kind=$1 n=$2 ccg ncg pid= file0 file1 high0 high1 lowest want took t0 el el_us ms0 mf0 is0 ms1 mf1 is1 nm0 nm1 out ts te stop_ms hot_res
+    local kind=$1 n=$2 ccg ncg pid= high_term file0 file1 high0 high1 lowest want took t0 el el_us ms0 mf0 is0 ms1 mf1 is1 nm0 nm1 out ts te stop_ms hot_res
     if [ "$kind" = senpai ] && [ ! -x "$oomd_bin" ]; then
         note "run $n senpai: skipped (no $oomd_bin)"; return 0
     fi
@@ -283,7 +283,7 @@ EOJ
     esac
     want=$(( file0 - cold_mib * 1048576 * 90 / 100 ))
     took="not in ${peer_window}s" lowest=$high0
-    for _ in $(seq $((peer_window * 2))); do
+    while awk -v t="$t0" -v w="$peer_window" '{ exit !($1 - t < w) }' /proc/uptime; do
         h=$(cat "$ccg/memory.high")
         [ "$h" != max ] && { [ "$lowest" = max ] || [ "$h" -lt "$lowest" ]; } && lowest=$h
         [ "$(memstat "$ccg" file)" -le "$want" ] && { took="$(since "$t0")s"; break; }
@@ -299,7 +299,7 @@ EOJ
     ms1=$(psi_total "$ccg/memory.pressure" some) mf1=$(psi_total "$ccg/memory.pressure" full)
     is1=$(psi_total "$ccg/io.pressure" some)
     el_us=$(awk -v e="$el" 'BEGIN { printf "%d", e * 1000000 }')
-    stop_ms=-
+    stop_ms=- high_term=$(cat "$ccg/memory.high")
     if [ -n "$pid" ]; then
         ts=$(now)
         kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
@@ -310,7 +310,7 @@ EOJ
     high1=$(cat "$ccg/memory.high")
     [ "$kind" = senpai ] && grep -v '^\[ConfigTypes' "/tmp/oomd-$n.log" | tail -n 4 | cut -c1-200 | sed 's/^/       oomd: /'
     [ "$kind" = mdreclaimd ] && note "mdreclaimd: $(reclaims_of "/mdr-cold-$n") reclaims, $(mib "$(reclaimed_from "/mdr-cold-$n")") MiB per its events"
-    echo "RESULT peer run=$n kind=$kind cache_before_mib=$(mib "$file0") cache_window_end_mib=$(mib "$file1") took=${took// /_} cold_mem_some_ms=$(( (ms1 - ms0) / 1000 )) cold_mem_full_ms=$(( (mf1 - mf0) / 1000 )) cold_io_some_ms=$(( (is1 - is0) / 1000 )) over_s=$el hot_res_mib=${hot_res:-?} new_some_ms=$(( (nm1 - nm0) / 1000 )) new=\"$out\" stop_ms=$stop_ms memory_high_before=$high0 lowest=$lowest after_stop=$high1"
+    echo "RESULT peer run=$n kind=$kind cache_before_mib=$(mib "$file0") cache_window_end_mib=$(mib "$file1") took=${took// /_} cold_mem_some_ms=$(( (ms1 - ms0) / 1000 )) cold_mem_full_ms=$(( (mf1 - mf0) / 1000 )) cold_io_some_ms=$(( (is1 - is0) / 1000 )) over_s=$el hot_res_mib=${hot_res:-?} new_some_ms=$(( (nm1 - nm0) / 1000 )) new=\"$out\" stop_ms=$stop_ms memory_high_before=$high0 lowest_in_window=$lowest at_sigterm=$high_term after_stop=$high1"
     { echo "run|$n: $kind"
       echo "cold cgroup's file cache before / at the window's end|$(mib "$file0") / $(mib "$file1") MiB"
       echo "90 % of the cold set gone after|$took"
@@ -321,7 +321,7 @@ EOJ
       echo "newcomer ($new_mib MiB): run time|$(echo "$out" | sed -n 's/.* in \([0-9.]*\) s .*/\1 s/p')"
       echo "newcomer's memory stall some (ms)|$(( (nm1 - nm0) / 1000 ))"
       echo "SIGTERM to the end (ms)|$stop_ms"
-      echo "memory.high before / lowest seen / after the stop|$high0 / $lowest / $high1"
+      echo "memory.high before / lowest in the window / at SIGTERM / 1 s after the end|$high0 / $lowest / $high_term / $high1"
     } > "/tmp/peer.col.$n"
     echo "$n" >> /tmp/peer.results
     echo 1 > "$ncg/cgroup.kill" 2>/dev/null
