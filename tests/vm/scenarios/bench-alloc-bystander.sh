@@ -141,7 +141,7 @@ one_run() {
         awk -v a="$alone" '{ s += $1; if ($1 > w) w = $1 } END {
             m = NR ? s / NR : 0
             printf "walks=%d walk_mean_s=%.2f walk_worst_s=%.2f vs_alone_pct=%+.1f", NR, m, w, 100 * (m - a) / a }' /tmp/walks
-        ) by_slab_mib=$(mib "$s0")-\>$(mib "$(memstat "$by" slab_reclaimable)") by_mem_some_ms=$(( ($(psi "$by/memory.pressure" some) - p0) / 1000 )) by_mem_full_ms=$(( ($(psi "$by/memory.pressure" full) - f0) / 1000 )) storm_slab_peak_mib=$(mib "$peak") storm_slab_end_mib=$(mib "$(memstat "$cg" slab_reclaimable)") host_max_events=$(( $(events_max "$host") - e0 ))"
+        ) by_slab_mib=$(mib "$s0")->$(mib "$(memstat "$by" slab_reclaimable)") by_mem_some_ms=$(( ($(psi "$by/memory.pressure" some) - p0) / 1000 )) by_mem_full_ms=$(( ($(psi "$by/memory.pressure" full) - f0) / 1000 )) storm_slab_peak_mib=$(mib "$peak") storm_slab_end_mib=$(mib "$(memstat "$cg" slab_reclaimable)") host_max_events=$(( $(events_max "$host") - e0 ))"
     note "walks: $(tr '\n' ' ' < /tmp/walks)"
     if [ -n "$pid" ]; then
         kill -TERM "$pid"; wait "$pid" 2> /dev/null
