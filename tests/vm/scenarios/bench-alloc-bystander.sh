@@ -146,7 +146,11 @@ one_run() {
     touch /tmp/load.done
     wait "$walker"
     out=$(cat /tmp/load.out)
-    [ -n "$out" ] || { fail "run $n $kind: the load did not run"; return; }
+    if [ -z "$out" ]; then
+        fail "run $n $kind: the load did not run"
+        [ -n "$pid" ] && { kill -TERM "$pid"; wait "$pid" 2> /dev/null; }
+        return
+    fi
     pass "run $n $kind took place ($out)"
     echo "RESULT run=$n kind=$kind load_s=$took cold_walk_s=$cold_walk alone_s=$a1,$a2,$a3 alone_mean_s=$alone $(
         awk -v a="$alone" '{ s += $1; if ($1 > w) w = $1 } END {
