@@ -239,7 +239,7 @@ else note "peer: no oomd at $oomd_bin: the senpai runs are skipped (install Debi
 
 # peer_run KIND N: one run; a RESULT line and a column of /tmp/peer.results
 peer_run() {
-    local kind=$1 n=$2 ccg ncg pid= high_term file0 file1 high0 high1 lowest want took t0 el el_us ms0 mf0 is0 ms1 mf1 is1 nm0 nm1 out ts te stop_ms hot_res
+    local kind=$1 n=$2 ccg ncg pid='' high_term file0 file1 high0 high1 lowest want took t0 el el_us ms0 mf0 is0 ms1 mf1 is1 nm0 nm1 out ts stop_ms hot_res h
     if [ "$kind" = senpai ] && [ ! -x "$oomd_bin" ]; then
         note "run $n senpai: skipped (no $oomd_bin)"; return 0
     fi
@@ -338,6 +338,7 @@ for kind in $peer_order; do
 done
 # side by side: one column a run
 echo "== side by side"
+# shellcheck disable=SC2046 # one file a run, no spaces in the names
 paste -d '\t' $(sed 's|^|/tmp/peer.col.|' /tmp/peer.results) | awk -F'\t' '{
     printf "| %s |", (split($1, a, "|") > 1 ? a[1] : $1)
     for (i = 1; i <= NF; i++) { split($i, a, "|"); printf " %s |", a[2] }

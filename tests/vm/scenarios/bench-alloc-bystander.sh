@@ -101,7 +101,8 @@ note "/mdr-host: $(mib "$base") MiB in use warm (bystander slab $(mib "$(memstat
 dur_cpu=40
 # one_run KIND N
 one_run() {
-    local kind=$1 n=$2 cg=$host/storm-$n a1 a2 a3 alone t0 p0 f0 e0 s0 out load pid= peak=0 s
+    local kind=$1 n=$2
+    local cg=$host/storm-$n a1 a2 a3 alone t0 p0 f0 e0 s0 out load pid='' peak=0 s
     local cur_peak=0 by_min c
     warm
     sleep "$pause"; a1=$(walk_by); sleep "$pause"; a2=$(walk_by); sleep "$pause"; a3=$(walk_by)
