@@ -26,6 +26,10 @@
 # must hold every time. As "bench-alloc-point" (the same script) the sizes
 # are larger and case 3 is repeated; figures are printed for docs/:
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --timeout 900 bench-alloc-point
+# The bench has one more case, run only when asked (MDR_AP_CASES=p): the
+# cold cache with the kernel alone, mdreclaimd and senpai side by side (see
+# "p." below):
+#   MDR_AP_CASES=p MDRECLAIMD=... tests/vm/vmtest --timeout 700 bench-alloc-point
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
