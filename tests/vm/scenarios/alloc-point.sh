@@ -221,7 +221,7 @@ rm -rf "$mnt/cold" "$mnt/hot"
 # project: without /usr/bin/oomd (or MDR_AP_OOMD) the senpai runs are skipped.
 # senpai's arguments: the target is case 1's (5 % of its 1 s tick: 50 ms),
 # probing every tick by at most 10 % (its default, 1 % every 7 ticks, would
-# take the 600 MiB cold set in some 25 minutes), no floor of its own
+# take the 600 MiB cold set in some 40 minutes), no floor of its own
 # (limit_min_bytes=0: mdreclaimd is given none either).
 echo
 want_case p && [ "$bench" = 1 ] && {
