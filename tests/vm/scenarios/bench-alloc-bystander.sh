@@ -81,7 +81,7 @@ echo "== guest: $(uname -r), MemTotal $(awk '$1 == "MemTotal:" { print int($2 / 
 
 t=$(now)
 in_cgroup "$by" python3 "$MDR_VMDIR/helpers/storm" "$mnt/by" "$by_files" > /dev/null
-note "bystander's tree created in $(since "$t") s; inodes free on $mnt: $(df --output=ifree "$mnt" | tail -n 1)"
+note "bystander's tree created in $(since "$t") s; inodes free on $mnt: $(df --output=iavail "$mnt" | tail -n 1)"
 mkdir -p "$mnt/still"
 for i in $(seq 1000); do : > "$mnt/still/$i"; done
 walk_by() { in_cgroup "$by" bash /tmp/walk.sh "$mnt/by"; }
