@@ -26,6 +26,10 @@
 # must hold every time. As "bench-alloc-point" (the same script) the sizes
 # are larger and case 3 is repeated; figures are printed for docs/:
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --timeout 900 bench-alloc-point
+# The bench has one more case, run only when asked (MDR_AP_CASES=p): the
+# cold cache with the kernel alone, mdreclaimd and senpai side by side (see
+# "p." below):
+#   MDR_AP_CASES=p MDRECLAIMD=... tests/vm/vmtest --timeout 700 bench-alloc-point
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -201,6 +205,148 @@ check "the hot loop's io stall stayed at or under the target" \
     awk -v s="$stall_io" -v t="$target_pct" 'BEGIN { exit !(s <= t) }'
 check "the probe concluded: memory.reclaim takes a size only" \
     bash -c "[ '$probe' = accepted ] || grep -q 'takes a size only' $log"
+rm -rf "$mnt/cold" "$mnt/hot"
+}
+
+########################################################################
+# p. the peer, side by side (bench only, asked for: MDR_AP_CASES=p): the cold
+# cache of case 1 (cold set read once, the real-data hot set in a loop), each
+# run in a fresh cgroup, reclaimed by nothing (the kernel alone), by
+# mdreclaimd (as in case 1) or by senpai (oomd's plugin: it lowers
+# memory.high while the cgroup's memory stall is under its target), for at
+# most MDR_AP_PEER_WINDOW seconds (50) or until 90 % of the cold set is gone;
+# then, the reclaimer still running, a newcomer in a cgroup of its own
+# allocates 55 % of MemTotal. Then SIGTERM to the reclaimer: what it left
+# behind in memory.high. Figures only; oomd is not a dependency of the
+# project: without /usr/bin/oomd (or MDR_AP_OOMD) the senpai runs are skipped.
+# senpai's arguments: the target is case 1's (5 % of its 1 s tick: 50 ms),
+# probing every tick by at most 10 % (its default, 1 % every 7 ticks, would
+# take the 600 MiB cold set in some 40 minutes), no floor of its own
+# (limit_min_bytes=0: mdreclaimd is given none either).
+echo
+want_case p && [ "$bench" = 1 ] && {
+echo "==== p. cold cache side by side: the kernel alone, mdreclaimd, senpai (oomd)"
+oomd_bin=${MDR_AP_OOMD:-/usr/bin/oomd}
+peer_window=${MDR_AP_PEER_WINDOW:-50}
+peer_order=${MDR_AP_PEER_ORDER:-kernel mdreclaimd senpai mdreclaimd senpai}
+new_mib=$(( $(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo) * 55 / 100 ))
+fileset "$mnt/cold" 32 "$cold_mib"
+mkdir -p "$mnt/hot"
+for i in 1 2 3 4; do dd if=/dev/urandom of="$mnt/hot/f$i" bs=1M count=$((hot_mib / 4)) status=none; done
+sync
+cat > /tmp/hotloop.sh <<EOT
+n=0; while [ ! -e /tmp/hot.stop ]; do cat $mnt/hot/* > /dev/null; n=\$((n + 1)); done; echo \$n > /tmp/hot.passes
+EOT
+: > /tmp/peer.results
+if [ -x "$oomd_bin" ]; then note "peer: $("$oomd_bin" --version 2>&1 | head -n 1)"
+else note "peer: no oomd at $oomd_bin: the senpai runs are skipped (install Debian's oomd on the host to have them)"; fi
+
+# peer_run KIND N: one run; a RESULT line and a column of /tmp/peer.results
+peer_run() {
+    local kind=$1 n=$2 ccg ncg pid='' high_term file0 file1 high0 high1 lowest want took t0 el el_us ms0 mf0 is0 ms1 mf1 is1 nm0 nm1 out ts stop_ms hot_res h
+    if [ "$kind" = senpai ] && [ ! -x "$oomd_bin" ]; then
+        note "run $n senpai: skipped (no $oomd_bin)"; return 0
+    fi
+    ccg=$(new_cgroup "mdr-cold-$n") || { fail "cannot create mdr-cold-$n"; return 0; }
+    ncg=$(new_cgroup "mdr-new-$n") || { fail "cannot create mdr-new-$n"; return 0; }
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    in_cgroup "$ccg" bash -c "cat $mnt/cold/* $mnt/hot/* > /dev/null"
+    rm -f /tmp/hot.stop
+    in_cgroup "$ccg" bash /tmp/hotloop.sh &
+    local hot_pid=$!
+    sleep 1
+    file0=$(memstat "$ccg" file) high0=$(cat "$ccg/memory.high")
+    ms0=$(psi_total "$ccg/memory.pressure" some) mf0=$(psi_total "$ccg/memory.pressure" full)
+    is0=$(psi_total "$ccg/io.pressure" some)
+    t0=$(now)
+    case $kind in
+    mdreclaimd)
+        no_policies; bystander_policy
+        daemon_conf < /dev/null
+        policy cold "Match=/mdr-cold-$n" 'Mode=enforce' "PressureTarget=$target_pct%" 'ReclaimStepMax=32M'
+        new_log
+        start_daemon
+        pid=$daemon_pid ;;
+    senpai)
+        mkdir -p /tmp/oomd-run
+        cat > /tmp/oomd.json <<EOJ
+{ "rulesets": [ {
+    "name": "senpai on mdr-cold-$n",
+    "silence-logs": "engine",
+    "detectors": [ [ "always", { "name": "continue", "args": {} } ] ],
+    "actions": [ { "name": "senpai", "args": {
+        "cgroup": "mdr-cold-$n", "limit_min_bytes": "0", "interval": "0",
+        "pressure_ms": "50", "max_probe": "0.1" } } ]
+} ] }
+EOJ
+        "$oomd_bin" --config /tmp/oomd.json --interval 1 --cgroup-fs /sys/fs/cgroup \
+            --runtime-dir /tmp/oomd-run > "/tmp/oomd-$n.log" 2>&1 &
+        pid=$!
+        sleep 2 ;;
+    *) sleep 2 ;;
+    esac
+    want=$(( file0 - cold_mib * 1048576 * 90 / 100 ))
+    took="not in ${peer_window}s" lowest=$high0
+    while awk -v t="$t0" -v w="$peer_window" '{ exit !($1 - t < w) }' /proc/uptime; do
+        h=$(cat "$ccg/memory.high")
+        [ "$h" != max ] && { [ "$lowest" = max ] || [ "$h" -lt "$lowest" ]; } && lowest=$h
+        [ "$(memstat "$ccg" file)" -le "$want" ] && { took="$(since "$t0")s"; break; }
+        sleep 0.5
+    done
+    file1=$(memstat "$ccg" file)
+    nm0=$(psi_total "$ncg/memory.pressure" some)
+    out=$(in_cgroup "$ncg" python3 /tmp/alloc.py "$new_mib" 0 /tmp/new.progress)
+    nm1=$(psi_total "$ncg/memory.pressure" some)
+    touch /tmp/hot.stop; wait "$hot_pid"
+    hot_res=$(fincore -b -n -o RES "$mnt"/hot/* 2>/dev/null | awk '{ s += $1 } END { print int(s / 1048576) }')
+    el=$(since "$t0")
+    ms1=$(psi_total "$ccg/memory.pressure" some) mf1=$(psi_total "$ccg/memory.pressure" full)
+    is1=$(psi_total "$ccg/io.pressure" some)
+    el_us=$(awk -v e="$el" 'BEGIN { printf "%d", e * 1000000 }')
+    stop_ms=- high_term=$(cat "$ccg/memory.high")
+    if [ -n "$pid" ]; then
+        ts=$(now)
+        kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        stop_ms=$(awk -v t="$ts" '{ printf "%d", ($1 - t) * 1000 }' /proc/uptime)
+        daemon_pid=
+    fi
+    sleep 1
+    high1=$(cat "$ccg/memory.high")
+    [ "$kind" = senpai ] && grep -v '^\[ConfigTypes' "/tmp/oomd-$n.log" | tail -n 4 | cut -c1-200 | sed 's/^/       oomd: /'
+    [ "$kind" = mdreclaimd ] && note "mdreclaimd: $(reclaims_of "/mdr-cold-$n") reclaims, $(mib "$(reclaimed_from "/mdr-cold-$n")") MiB per its events"
+    echo "RESULT peer run=$n kind=$kind cache_before_mib=$(mib "$file0") cache_window_end_mib=$(mib "$file1") took=${took// /_} cold_mem_some_ms=$(( (ms1 - ms0) / 1000 )) cold_mem_full_ms=$(( (mf1 - mf0) / 1000 )) cold_io_some_ms=$(( (is1 - is0) / 1000 )) over_s=$el hot_res_mib=${hot_res:-?} new_some_ms=$(( (nm1 - nm0) / 1000 )) new=\"$out\" stop_ms=$stop_ms memory_high_before=$high0 lowest_in_window=$lowest at_sigterm=$high_term after_stop=$high1"
+    { echo "run|$n: $kind"
+      echo "cold cgroup's file cache before / at the window's end|$(mib "$file0") / $(mib "$file1") MiB"
+      echo "90 % of the cold set gone after|$took"
+      echo "cold cgroup's memory stall some / full (ms)|$(( (ms1 - ms0) / 1000 )) / $(( (mf1 - mf0) / 1000 )) over ${el}s"
+      echo "cold cgroup's memory some, share of the run|$(pct $((ms1 - ms0)) "$el_us") %"
+      echo "cold cgroup's io stall some (ms)|$(( (is1 - is0) / 1000 ))"
+      echo "hot set resident at the end|${hot_res:-?} of $hot_mib MiB"
+      echo "newcomer ($new_mib MiB): run time|$(echo "$out" | sed -n 's/.* in \([0-9.]*\) s .*/\1 s/p')"
+      echo "newcomer's memory stall some (ms)|$(( (nm1 - nm0) / 1000 ))"
+      echo "SIGTERM to the end (ms)|$stop_ms"
+      echo "memory.high before / lowest in the window / at SIGTERM / 1 s after the end|$high0 / $lowest / $high_term / $high1"
+    } > "/tmp/peer.col.$n"
+    echo "$n" >> /tmp/peer.results
+    echo 1 > "$ncg/cgroup.kill" 2>/dev/null
+    rmdir "$ncg" 2>/dev/null
+    echo 1 > "$ccg/cgroup.kill" 2>/dev/null
+    sleep 0.5; rmdir "$ccg" 2>/dev/null
+    pass "run $n ($kind) took place"
+}
+
+n=0
+for kind in $peer_order; do
+    n=$((n + 1))
+    peer_run "$kind" "$n"
+done
+# side by side: one column a run
+echo "== side by side"
+# shellcheck disable=SC2046 # one file a run, no spaces in the names
+paste -d '\t' $(sed 's|^|/tmp/peer.col.|' /tmp/peer.results) | awk -F'\t' '{
+    printf "| %s |", (split($1, a, "|") > 1 ? a[1] : $1)
+    for (i = 1; i <= NF; i++) { split($i, a, "|"); printf " %s |", a[2] }
+    printf "\n" }'
 rm -rf "$mnt/cold" "$mnt/hot"
 }
 

@@ -18,7 +18,10 @@
 #   MDRECLAIMD=... tests/vm/vmtest --timeout 2400 bench-alloc-storm
 # Knobs: MDR_AP_STORM_FILES (storm size, 50000), MDR_AP_STORM_MAX_MIB (cap, 32),
 # MDR_AP_STORM_BY_FILES (bystander's tree, 10000), MDR_AP_STORM_ORDER (kd: kernel alone
-# first, dk: the daemon first, d: the daemon alone, when the time is short).
+# first, dk: the daemon first, d: the daemon alone, when the time is short;
+# s is a run with senpai, oomd's plugin, pointed at the storm's cgroup instead:
+# MDR_AP_STORM_ORDER=kds, say; skipped without /usr/bin/oomd or MDR_AP_OOMD;
+# oomd is no dependency of the project).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -26,6 +29,7 @@ files=${MDR_AP_STORM_FILES:-50000}
 cap_mib=${MDR_AP_STORM_MAX_MIB:-32}
 by_files=${MDR_AP_STORM_BY_FILES:-10000}
 order=${MDR_AP_STORM_ORDER:-kd}
+oomd_bin=${MDR_AP_OOMD:-/usr/bin/oomd}
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
 log=/tmp/daemon.log
@@ -51,6 +55,24 @@ storm_run() {
     local fs=$1 kind=$2 n=$3 mnt=/mnt/$1 cg by=/sys/fs/cgroup/mdr-sby t0 sr0 c0 p0 out
     cg=$(new_cgroup "mdr-storm-$kind-$n") || fatal "cannot create the storm's cgroup"
     rm -f "$conf"/etc/mdreclaim/policies.d/*.conf
+    if [ "$kind" = senpai ]; then
+        [ -x "$oomd_bin" ] || { note "$fs senpai: skipped (no $oomd_bin)"; return; }
+        mkdir -p /tmp/oomd-run
+        cat > /tmp/oomd.json <<EOJ
+{ "rulesets": [ {
+    "name": "senpai on mdr-storm-senpai-$n",
+    "silence-logs": "engine",
+    "detectors": [ [ "always", { "name": "continue", "args": {} } ] ],
+    "actions": [ { "name": "senpai", "args": {
+        "cgroup": "mdr-storm-senpai-$n", "limit_min_bytes": "0", "interval": "0",
+        "pressure_ms": "50", "max_probe": "0.1" } } ]
+} ] }
+EOJ
+        "$oomd_bin" --config /tmp/oomd.json --interval 1 --cgroup-fs /sys/fs/cgroup \
+            --runtime-dir /tmp/oomd-run > "/tmp/oomd-$n.log" 2>&1 &
+        daemon_pid=$!
+        sleep 2
+    fi
     if [ "$kind" = daemon ]; then
         printf '[Policy]\nMatch=/mdr-storm-daemon-%s\nMode=enforce\nMetadataCacheMax=%sM\n' "$n" "$cap_mib" \
             > "$conf/etc/mdreclaim/policies.d/storm.conf"
@@ -62,6 +84,7 @@ storm_run() {
         sleep 2
     fi
     sr0=$(meminfo_kib SReclaimable) c0=$(meminfo_kib Cached) p0=$(psi_some "$by/memory.pressure")
+    local sp0; sp0=$(psi_some "$cg/memory.pressure")
     : > /tmp/walks
     rm -f /tmp/storm.done
     ( echo "$BASHPID" > "$by/cgroup.procs" || exit
@@ -94,8 +117,16 @@ storm_run() {
         awk '{ s += $1; if ($1 > w) w = $1 } END { printf "%.2f by_walk_worst_s=%.2f", NR ? s / NR : 0, w }' /tmp/walks
         ) by_memory_some_ms=$(( ($(psi_some "$by/memory.pressure") - p0) / 1000 ))"
     echo "RESULT fs=$fs run=$kind cg_slab_reclaimable_mib=$(mib "$(memstat "$cg" slab_reclaimable)") cg_slab_unreclaimable_mib=$(mib "$(memstat "$cg" slab_unreclaimable)") cg_file_mib=$(mib "$(memstat "$cg" file)") host_sreclaimable_delta_mib=$(( ($(meminfo_kib SReclaimable) - sr0) / 1024 )) host_cached_delta_mib=$(( ($(meminfo_kib Cached) - c0) / 1024 ))"
+    echo "RESULT fs=$fs run=$kind storm_memory_some_ms=$(( ($(psi_some "$cg/memory.pressure") - sp0) / 1000 )) memory_high_at_end=$(cat "$cg/memory.high")"
+    if [ "$kind" = senpai ]; then
+        kill -TERM "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
+        sleep 1
+        echo "RESULT fs=$fs run=$kind memory_high_after_stop=$(cat "$cg/memory.high")"
+        grep -v '^\[ConfigTypes' "/tmp/oomd-$n.log" | tail -n 3 | cut -c1-200 | sed 's/^/       oomd: /'
+    fi
     if [ "$kind" = daemon ]; then
         kill -TERM "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
+        echo "RESULT fs=$fs run=$kind memory_high_after_stop=$(cat "$cg/memory.high")"
         echo "RESULT fs=$fs run=$kind $(grep -o "mdr-storm-daemon-$n: reclaim [0-9]* bytes of [0-9]* asked" "$log" |
             awk '{ n++; f += $3; a += $6; if ($3 > w) w = $3 } END {
                 printf "reclaims=%d freed_mib=%.1f asked_mib=%.2f biggest_free_mib=%.1f", n, f / 1048576, a / 1048576, w / 1048576 }'
@@ -113,11 +144,7 @@ for fs in $MDR_FS; do
     walk_in() { in_cgroup "$bcg" bash /tmp/walk.sh "$1"; }
     walk_in "$mnt/walk" > /dev/null
     note "$fs bystander walk alone: $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s ($by_files files)"
-    case $order in
-    dk) kinds="daemon kernel" ;;
-    d) kinds=daemon ;;
-    *) kinds="kernel daemon" ;;
-    esac
+    kinds=$(echo "$order" | sed 's/./& /g; s/k/kernel/g; s/d/daemon/g; s/s/senpai/g')
     for kind in $kinds; do
         run=$((run + 1))
         storm_run "$fs" "$kind" "$run"
