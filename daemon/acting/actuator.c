@@ -630,6 +630,16 @@ static bool pending_value(const Actuator *a, const ThrottleEntry *t, uint64_t va
 }
 
 /*
+ * memory.high is lowered in steps (worker.c): a run that ended between two by
+ * a crash left a value between the one asked for and the original, which no
+ * pending write of this run accounts for. Ours too (someone else's value in
+ * that range would be taken for ours and the original put back).
+ */
+static bool high_step_value(const ThrottleEntry *t, uint64_t value) {
+        return t->kind == THROTTLE_MEMORY_HIGH && throttle_effective(t) < value && value < t->original;
+}
+
+/*
  * Puts the original back if the file still holds what we (or a write of ours
  * that did not reach the ledger) set. Returns 1 if restored, 0 if the value is
  * someone else's or the cgroup is gone, a negative errno if the write failed.
@@ -643,7 +653,8 @@ static int restore_if_ours(Actuator *a, const ThrottleEntry *t, const char *acti
 
         if (!cg || !streq(cg->path, t->path) || throttle_read(cg, t->kind, t->major, t->minor, &current) < 0)
                 return 0;
-        if (current != t->applied && current != throttle_effective(t) && !pending_value(a, t, current))
+        if (current != t->applied && current != throttle_effective(t) && !pending_value(a, t, current) &&
+            !high_step_value(t, current))
                 return 0;
         r = cgroup_write(cg, throttle_file(t->kind),
                          throttle_format(t->kind, t->major, t->minor, t->original, buf, sizeof(buf)));
