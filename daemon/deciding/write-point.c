@@ -431,9 +431,8 @@ static size_t standing_caps(const WpCgroup *cg, size_t n, const WritePointState 
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
  * A guard only ever sets the first cap.
  */
-static void cap_writer(const WpCgroup *cg, size_t n, const WpCgroup *w, const Stall *s, const WpDevice *dev,
-                       uint64_t rate, bool guard, const WpSettings *st, uint64_t now, WritePointState *state,
-                       WpPlan *plan) {
+static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
+                       const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         WpCap *cap = find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t stall = s->victim->io_stall_ppm, base = write_point_baseline(state, s->victim->id);
@@ -495,7 +494,7 @@ static void cap_writer(const WpCgroup *cg, size_t n, const WpCgroup *w, const St
         want = MAX(want, floor);
         if (cap && want >= cap->wbps)
                 return; /* at its floor already */
-        if (!cap && (state->n_caps >= WP_CAPS_MAX || (!writing(w) && standing_caps(cg, n, state) >= WP_CAPS_MAX / 2)))
+        if (!cap && state->n_caps >= WP_CAPS_MAX)
                 return;
         a = plan_add(plan, WP_SET_CAP, w);
         if (!a)
@@ -582,7 +581,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
          * first cap is the guard's, whether a stall or its io brought it. */
         for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
-                        cap_writer(cg, n, top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
+                        cap_writer(top[k], s, dev, device_rate_of(top[k], s->major, s->minor),
                                    guard || (st->guard_rate_ppm && !find_cap(state, top[k]->id, s->major, s->minor)),
                                    st, now, state, plan);
         /* Guarding, the writers that have not written yet too: a dd's first second
@@ -590,11 +589,21 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
          * victim's worst op came there, twice the static cap's), and io.max holds
          * a writer from its first bio only if it is in place before. A ceiling
          * on a cgroup that does not write costs it nothing. */
-        if (guard && guard_level(dev, st) > 0)
-                for (size_t i = 0; i < n; i++)
-                        if (may_cap(&cg[i], s->victim) && lists_device(&cg[i], s->major, s->minor) &&
-                            !find_cap(state, cg[i].id, s->major, s->minor))
-                                cap_writer(cg, n, &cg[i], s, dev, 0, true, st, now, state, plan);
+        if (guard && guard_level(dev, st) > 0) {
+                /* Counted once: a count per candidate is the caps times the cgroups, per candidate. */
+                size_t standing = standing_caps(cg, n, state);
+
+                for (size_t i = 0; i < n; i++) {
+                        bool idle = !writing(&cg[i]);
+                        size_t before = state->n_caps;
+
+                        if (!may_cap(&cg[i], s->victim) || !lists_device(&cg[i], s->major, s->minor) ||
+                            (idle && standing >= WP_CAPS_MAX / 2) || find_cap(state, cg[i].id, s->major, s->minor))
+                                continue;
+                        cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
+                        standing += idle && state->n_caps > before;
+                }
+        }
 }
 
 static void remove_cap(WritePointState *s, WpCap *c) {
