@@ -48,9 +48,20 @@ static Job *job_of(Task *t) {
  */
 #define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
 
+static bool swap_congested;      /* worker_set_swap_congested(): written by the loop, read by the worker */
+
+void worker_set_swap_congested(bool congested) {
+        __atomic_store_n(&swap_congested, congested, __ATOMIC_RELAXED);
+}
+
+bool worker_swap_congested(void) {
+        return __atomic_load_n(&swap_congested, __ATOMIC_RELAXED);
+}
+
 /* memory.reclaim in steps: small writes block briefly, the overshoot of each
  * stays small, and the job stops when it has freed what it asked for, when a
- * step frees nothing, or when time runs out (or the daemon stops). */
+ * step frees nothing, or when time runs out (or the daemon stops); one that
+ * may swap also before a write while the swap disk is congested. */
 static void run_reclaim(Job *j) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
         uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last;
@@ -61,6 +72,10 @@ static void run_reclaim(Job *j) {
         while (done < j->bytes && now_usec(CLOCK_MONOTONIC) < deadline && !taskq_stopping()) {
                 uint64_t ask = MIN(step, j->bytes - done), now_current = last;
 
+                if (j->may_swap && worker_swap_congested()) {
+                        j->swap_busy = true;
+                        break;
+                }
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
                 j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
                 (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);

@@ -40,6 +40,10 @@ typedef struct Job {
         uint64_t step;          /* JOB_RECLAIM: at most this much per write (0: all at once) */
         bool swappiness0;       /* JOB_RECLAIM: add " swappiness=0" (cache only) */
         bool swap_held;         /* JOB_RECLAIM: the submitter holds memory.swap.max at 0 for its length */
+        bool may_swap;          /* JOB_RECLAIM: asked for more than cache: stops before a write while
+                                 * the swap disk is congested (worker_set_swap_congested) */
+        bool swap_was_busy;     /* JOB_RECLAIM: an earlier job of this request stopped for it */
+        uint64_t freed_earlier; /* JOB_RECLAIM: what earlier jobs of this request freed */
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t budget_usec;
         char path[256];         /* for messages */
@@ -54,6 +58,7 @@ typedef struct Job {
         uint64_t commits;       /* btrfs transaction commits a writeback started */
         uint64_t dirty_before, dirty_after;     /* JOB_WRITEBACK: file_dirty + file_writeback; UINT64_MAX: unknown */
         bool interrupted;       /* stopped at its time budget (or at stop) */
+        bool swap_busy;         /* JOB_RECLAIM with may_swap: stopped because the swap disk is congested */
 } Job;
 
 typedef struct Worker Worker;
@@ -76,6 +81,16 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
  * never made.
  */
 size_t worker_cancel(Worker *w, const uint64_t *cookies, size_t n);
+
+/*
+ * Whether a disk that holds swap is congested now (the loop says so each
+ * tick; one flag for the process, read by the worker before each write of
+ * a reclaim that may swap). A page written to swap waits in that disk's
+ * queue, uninterruptibly: a reclaim that swaps there keeps the thread in
+ * the kernel for seconds, and adds its writes to a queue others wait in.
+ */
+void worker_set_swap_congested(bool congested);
+bool worker_swap_congested(void);
 
 /* Jobs queued, running or waiting to be handed back. */
 size_t worker_pending(Worker *w);

@@ -108,15 +108,16 @@ const Action *manager_action(Manager *m, uint64_t id) {
 static void reclaim_finished(Action *a, const Job *job) {
         char freed[FORMAT_SIZE_MAX], asked[FORMAT_SIZE_MAX];
 
-        a->bytes_freed = u64_delta(job->before, job->after);
+        a->bytes_freed = job->freed_earlier + u64_delta(job->before, job->after);
         if (a->state == ACTION_FAILED) {
                 snprintf(a->message, sizeof(a->message), "%s: memory.reclaim failed: %s", a->path,
                          strerror(-a->error));
                 return;
         }
-        snprintf(a->message, sizeof(a->message), "%s: freed %s of %s asked in %" PRIu64 "ms%s", a->path,
+        snprintf(a->message, sizeof(a->message), "%s: freed %s of %s asked in %" PRIu64 "ms%s%s", a->path,
                  format_size(freed, a->bytes_freed), format_size(asked, a->bytes_asked),
-                 job->duration_usec / USEC_PER_MSEC, a->budget_reached ? " (time budget reached)" : "");
+                 job->duration_usec / USEC_PER_MSEC, a->budget_reached ? " (time budget reached)" : "",
+                 job->swap_was_busy || job->swap_busy ? " (cache only while the swap disk was congested)" : "");
 }
 
 static void writeback_finished(Action *a, const Job *job) {

@@ -216,6 +216,21 @@ static void manager_throttles_follow_policies(Manager *m) {
 
 /* ---- ticks, rescans, reload ---- */
 
+/* Tells the worker whether a swap disk is congested, and the log when that changes. */
+static void swap_watch(Manager *m) {
+        const DevStat *d = observer_swap_congested(m->observer);
+
+        if ((d != NULL) == worker_swap_congested())
+                return;
+        if (d)
+                log_info("Swap disk %" PRIu32 ":%" PRIu32 " congested (busy %" PRIu32 "%%, writes wait %" PRIu64
+                         " ms): reclaims that may swap go cache only", d->major, d->minor, d->busy_ppm / 10000,
+                         d->write_wait_usec / USEC_PER_MSEC);
+        else
+                log_info("No swap disk congested: reclaims may swap again");
+        worker_set_swap_congested(d != NULL);
+}
+
 int manager_rescan(Manager *m) {
         size_t with_policy = 0;
         int r;
@@ -329,6 +344,7 @@ static void manager_tick_finish(Manager *m) {
         }
         actuator_verify(m->actuator);
         queue_depth_verify(m->queues);
+        swap_watch(m);
         write_runner_run(&m->write_runner, &ctx, now);
         alloc_runner_run(&m->alloc_runner, &ctx, now);
         manager_record_history(m);
@@ -660,6 +676,7 @@ Manager *manager_free(Manager *m) {
         trigger_set_clear(&m->triggers);
         unit_watch_free(m->units);
         actuator_free(m->actuator);
+        worker_set_swap_congested(false);
         queue_depth_free(m->queues);
         sd_event_source_disable_unref(m->tick_source);
         sd_event_source_disable_unref(m->slice_source);

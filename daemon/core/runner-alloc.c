@@ -181,8 +181,28 @@ static void release_swap(AllocRunner *r, const PointContext *ctx, uint64_t cgrou
                                   "the next check tries again", cgroup_id);
 }
 
-int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
-                         const char *reason, uint64_t action_id, uint64_t *ret_asked) {
+/* Says once per request that the rest of it is cache only, and why. */
+static void say_swap_busy(const PointContext *ctx, const CgEntry *e) {
+        const DevStat *d = observer_swap_congested(ctx->observer);
+
+        if (d)
+                log_notice("%s: the swap disk %" PRIu32 ":%" PRIu32 " is congested (writes there wait %" PRIu64
+                           " ms): the rest of the reclaim is cache only", e->cg->path, d->major, d->minor,
+                           d->write_wait_usec / USEC_PER_MSEC);
+        else
+                log_notice("%s: the swap disk was congested: the rest of the reclaim is cache only", e->cg->path);
+}
+
+/*
+ * The request as a job; `earlier`: the job of the same request that came
+ * back before this one (its figures are carried on), NULL for a new one.
+ * A request that may swap is made cache only from the start while a swap
+ * disk is congested: a page written there would wait in its queue, the
+ * worker with it, uninterruptibly (a stop took 5-6 s), and every other
+ * writer of that disk behind the reclaim's writes.
+ */
+static int submit_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
+                          const char *reason, uint64_t action_id, const Job *earlier, uint64_t *ret_asked) {
         const CgroupSample *s = cg_entry_sample(e);
         bool swap_on = system_meminfo(observer_system_sample(ctx->observer), MEMINFO_SWAP_TOTAL, 0) > 0;
         Job job = { .kind = JOB_RECLAIM, .budget_usec = 10 * USEC_PER_SEC };
@@ -190,6 +210,15 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
 
         if (exempt(r, e->cg->path))
                 return -EPERM;
+        if (earlier) {
+                job.freed_earlier = earlier->freed_earlier + u64_delta(earlier->before, earlier->after);
+                job.swap_was_busy = earlier->swap_was_busy || earlier->swap_busy;
+        }
+        if (!cache_only && swap_on && worker_swap_congested()) {
+                if (!job.swap_was_busy)
+                        say_swap_busy(ctx, e);
+                cache_only = job.swap_was_busy = true;
+        }
         if (bytes == UINT64_MAX)
                 bytes = s ? sample_reclaimable_bytes(s) : 0;
         if (cache_only && swap_on && r->swappiness_arg == 0 && s)
@@ -201,6 +230,7 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
         job.bytes = bytes;
         job.step = MIN(e->policy ? e->policy->reclaim_step_max : RECLAIM_ONE_SHOT_STEP, RECLAIM_ONE_SHOT_STEP);
         job.swappiness0 = cache_only && r->swappiness_arg != 0;
+        job.may_swap = !cache_only && swap_on;
         job.action_id = action_id;
         snprintf(job.data, sizeof(job.data), "%s", reason);
         k = actuator_run_job(ctx->actuator, e->cg->id, &job);
@@ -212,6 +242,11 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
         if (ret_asked)
                 *ret_asked = bytes;
         return 1;
+}
+
+int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry *e, uint64_t bytes, bool cache_only,
+                         const char *reason, uint64_t action_id, uint64_t *ret_asked) {
+        return submit_reclaim(r, ctx, e, bytes, cache_only, reason, action_id, NULL, ret_asked);
 }
 
 int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
@@ -231,7 +266,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                 log_info("memory.reclaim here takes a size only (swappiness= gives EINVAL)");
                 r->swappiness_arg = 0;
                 /* Asked again without it; the point's request (or the operator's action) stays in flight meanwhile. */
-                if (e && alloc_runner_reclaim(r, ctx, e, job->bytes, true, job->data, job->action_id, NULL) > 0)
+                if (e && submit_reclaim(r, ctx, e, job->bytes, true, job->data, job->action_id, job, NULL) > 0)
                         return 1;
                 alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, now, tick);
                 return 0;
@@ -248,9 +283,16 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
         r->reclaims++;
         r->reclaimed_bytes += f.freed;
         snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
-                 job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" : "");
+                 job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" :
+                 job->swap_busy ? ", stopped: the swap disk is congested" : "");
         f.action_id = job->action_id;
         reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
+        /* What is left of it goes on cache only, under the same action. */
+        if (job->swap_busy && !job->interrupted && job->bytes > f.freed) {
+                say_swap_busy(ctx, e);
+                if (submit_reclaim(r, ctx, e, job->bytes - f.freed, true, job->data, job->action_id, job, NULL) > 0)
+                        return 1;
+        }
         return 0;
 }
 

@@ -82,6 +82,10 @@ uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_p
         return capacity - (capacity - rate) / 8;
 }
 
+bool devstat_congested(const DevStat *d) {
+        return d->n_samples > 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM && d->write_wait_usec >= DEVSTAT_CONGESTED_WAIT_USEC;
+}
+
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
         size_t kept = 0;
 
@@ -108,9 +112,17 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                                                              busy_usec * 1000000 / span, UINT64_C(1000000));
                                 d->capacity = devstat_capacity_step(d->capacity, d->write_rate, d->busy_ppm);
                                 remember(t, d);
+                                /* Fields 5 and 8: writes completed, and the milliseconds they took. */
+                                if (f[4] > d->writes)
+                                        d->write_wait_usec = u64_delta(f[7], d->write_ticks_ms) * 1000 /
+                                                             (f[4] - d->writes);
+                                else
+                                        d->write_wait_usec = f[8] > 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM ? span : 0;
                         }
                         d->sectors_written = f[6];
                         d->io_ticks_ms = f[9];
+                        d->writes = f[4];
+                        d->write_ticks_ms = f[7];
                         d->sample_usec = now_usec;
                         d->n_samples = 1;
                 }

@@ -14,14 +14,19 @@
 
 #define DEVSTAT_MAX 64
 #define DEVSTAT_BUSY_PPM 900000         /* in flight 90 % of a tick: saturated */
+/* A saturated device whose writes waited this long each: a write queued there now waits about as long. */
+#define DEVSTAT_CONGESTED_WAIT_USEC (250 * 1000)
 
 typedef struct DevStat {
         uint32_t major, minor;
         int fd;
         bool seen;                      /* named by some cgroup's io.stat this tick */
         uint8_t n_samples;
-        uint64_t sectors_written, io_ticks_ms, sample_usec;
+        uint64_t sectors_written, io_ticks_ms, writes, write_ticks_ms, sample_usec;
         uint64_t write_rate;            /* bytes/s completed over the last tick */
+        uint64_t write_wait_usec;       /* the mean time a write completed in the last tick took, queued
+                                         * and served; the whole tick if it was busy all of it, with
+                                         * requests in flight, and no write completed */
         uint32_t busy_ppm;              /* share of the last tick with io in flight */
         uint64_t capacity;              /* bytes/s, estimate; 0: never seen saturated */
 } DevStat;
@@ -60,6 +65,9 @@ int devstat_save(DevStatTable *t, const char *path);
 
 /* Rereads every device; drops devices nobody named since the last call. */
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec);
+
+/* Saturated (busy DEVSTAT_BUSY_PPM of the last tick) with writes waiting DEVSTAT_CONGESTED_WAIT_USEC or more. */
+bool devstat_congested(const DevStat *d);
 
 /* One step of the capacity estimate (exposed for tests). */
 uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_ppm);

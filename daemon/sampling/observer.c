@@ -127,6 +127,23 @@ static bool walk_needed(Observer *o, uint64_t now) {
         return needed;
 }
 
+/* The swap areas' disks, followed by devstat from the next pass on; the last list kept if unreadable. */
+static void rescan_swaps(Observer *o) {
+        size_t unknown = 0;
+        int r = swaps_disks(o->host, o->swap_disks, ELEMENTSOF(o->swap_disks), &unknown);
+
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read the swap areas (%s/swaps): %m", o->host->proc_path);
+                return;
+        }
+        o->n_swap_disks = (size_t) r;
+        if (unknown != o->swap_unknown && unknown > 0)
+                log_info("%zu swap area%s on no disk found below %s: reclaims that may swap are not held back "
+                         "when %s busy", unknown, unknown == 1 ? " is" : "s are", o->host->sys_path,
+                         unknown == 1 ? "it is" : "they are");
+        o->swap_unknown = unknown;
+}
+
 int observer_rescan(Observer *o) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int r = 0;
@@ -165,7 +182,20 @@ int observer_rescan(Observer *o) {
         r = metadata_discover(o->host, &o->metadata);
         if (r < 0)
                 log_debug_errno(r, "Cannot list filesystems for metadata figures: %m");
+        rescan_swaps(o);
         return 0;
+}
+
+const DevStat *observer_swap_congested(const Observer *o) {
+        for (size_t i = 0; i < o->n_swap_disks; i++)
+                for (size_t j = 0; j < o->devices.n; j++) {
+                        const DevStat *d = &o->devices.dev[j];
+
+                        if (d->major == o->swap_disks[i].major && d->minor == o->swap_disks[i].minor &&
+                            devstat_congested(d))
+                                return d;
+                }
+        return NULL;
 }
 
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
@@ -251,6 +281,8 @@ static int pass_visit(Observer *o, CgEntry *e, uint64_t now_usec, bool *ret_samp
 static void pass_end(Observer *o, uint64_t now_usec) {
         for (size_t i = 0; i < o->metadata.n; i++)
                 (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
+        for (size_t i = 0; i < o->n_swap_disks; i++)
+                (void) devstat_want(&o->devices, o->swap_disks[i].major, o->swap_disks[i].minor);
         devstat_sample(o->host, &o->devices, now_usec);
         o->gone_last_pass = o->pass_gone;
         o->passes++;

@@ -24,6 +24,7 @@
 #include "hostfs.h"
 #include "metadata.h"
 #include "sampler.h"
+#include "swaps.h"
 #include "derived.h"
 
 typedef struct Observer {
@@ -38,6 +39,9 @@ typedef struct Observer {
         SystemSignals system_signals;
         MetadataView metadata;
         DevStatTable devices;
+        SwapDisk swap_disks[SWAPS_MAX]; /* the disks of the active swap areas, sampled each pass */
+        size_t n_swap_disks;
+        size_t swap_unknown;            /* swap areas whose disk is not known (said when it changes) */
 
         size_t gone_last_pass;          /* cgroups found removed by the last sample pass */
 
@@ -76,7 +80,10 @@ static inline void observer_freep(Observer **o) {
                 observer_free(*o);
 }
 
-/* Finds new and removed cgroups, reads every cgroup's limits. */
+/* The first disk of an active swap area that is congested (devstat_congested) at the last pass; NULL: none. */
+const DevStat *observer_swap_congested(const Observer *o);
+
+/* Finds new and removed cgroups, reads every cgroup's limits and the swap areas' disks. */
 int observer_rescan(Observer *o);
 
 /* Samples one cgroup at now_usec and derives its signals. -ENODEV: it is gone. */

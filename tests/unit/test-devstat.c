@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "devstat.h"
+#include "hostfs.h"
 
 static int load(DevStatTable *t, const char *text) {
         char *copy = strdup(text);
@@ -82,11 +84,84 @@ static void test_save_and_load_again(void **s) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A fixture /sys with one disk 8:0 whose stat holds these counters (fields 5, 8, 9 and 10 of 11). */
+static void put_stat(const char *dir, uint64_t writes, uint64_t write_ms, uint64_t in_flight, uint64_t io_ms) {
+        char p[256];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/sys/dev/block/8:0/stat", dir);
+        f = fopen(p, "w");
+        assert_non_null(f);
+        fprintf(f, "0 0 0 0 %llu 0 %llu %llu %llu %llu 0\n", (unsigned long long) writes,
+                (unsigned long long) writes * 8, (unsigned long long) write_ms, (unsigned long long) in_flight,
+                (unsigned long long) io_ms);
+        assert_int_equal(fclose(f), 0);
+}
+
+static DevStat *sample(HostRoot *h, DevStatTable *t, uint64_t now) {
+        assert_non_null(devstat_want(t, 8, 0));
+        devstat_sample(h, t, now);
+        return devstat_find(t, 8, 0);
+}
+
+/*
+ * The time a write took (queued and served) over a tick: busy all of it
+ * with writes of 500 ms each is congested; fast writes, or slow ones on a
+ * device idle most of the tick, are not; a busy tick with requests in
+ * flight and none completed counts as a whole tick's wait.
+ */
+static void test_write_wait_and_congestion(void **s) {
+        char dir[] = "/tmp/test-devstat-XXXXXX", p[256], q[256];
+        HostRoot *h = NULL;
+        DevStatTable t = {};
+        DevStat *d;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(p, sizeof(p), "%s/proc", dir);
+        assert_int_equal(mkdir(p, 0755), 0);
+        for (const char *sub = "sys\0sys/dev\0sys/dev/block\0sys/dev/block/8:0\0"; *sub; sub += strlen(sub) + 1) {
+                snprintf(q, sizeof(q), "%s/%s", dir, sub);
+                assert_int_equal(mkdir(q, 0755), 0);
+        }
+        snprintf(q, sizeof(q), "%s/sys", dir);
+        assert_int_equal(host_root_open(p, q, &h), 0);
+
+        put_stat(dir, 100, 1000, 0, 5000);
+        d = sample(h, &t, 1000000);
+        assert_false(devstat_congested(d));     /* one sample: nothing known */
+        put_stat(dir, 104, 3000, 30, 6000);     /* 4 writes, 2 s between them, busy the whole second */
+        d = sample(h, &t, 2000000);
+        assert_int_equal(d->write_wait_usec, 500000);
+        assert_true(devstat_congested(d));
+        put_stat(dir, 204, 3100, 2, 7000);      /* 100 writes of 1 ms */
+        d = sample(h, &t, 3000000);
+        assert_int_equal(d->write_wait_usec, 1000);
+        assert_false(devstat_congested(d));
+        put_stat(dir, 204, 3100, 3, 8000);      /* busy, in flight, nothing completed */
+        d = sample(h, &t, 4000000);
+        assert_int_equal(d->write_wait_usec, 1000000);
+        assert_true(devstat_congested(d));
+        put_stat(dir, 206, 4100, 0, 8300);      /* slow writes, but busy 30 % of the tick */
+        d = sample(h, &t, 5000000);
+        assert_int_equal(d->write_wait_usec, 500000);
+        assert_false(devstat_congested(d));
+        put_stat(dir, 206, 4100, 0, 8300);      /* idle */
+        d = sample(h, &t, 6000000);
+        assert_int_equal(d->write_wait_usec, 0);
+        assert_false(devstat_congested(d));
+
+        devstat_clear(&t);
+        host_root_free(h);
+        snprintf(q, sizeof(q), "rm -rf '%s'", dir);
+        assert_int_equal(system(q), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_capacities_are_read_and_given_to_new_devices),
                 cmocka_unit_test(test_odd_text_is_ignored_whole),
                 cmocka_unit_test(test_save_and_load_again),
+                cmocka_unit_test(test_write_wait_and_congestion),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "swaps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "blkqueue.h"
+#include "fileio.h"
+#include "util.h"
+
+/* One whitespace-separated field at *p into out (at most size - 1 bytes, octal escapes undone); false if none. */
+static bool next_field(const char **p, char *out, size_t size) {
+        const char *s = *p;
+        size_t n = 0;
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        if (*s == '\0' || *s == '\n')
+                return false;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+                char c = *s++;
+
+                if (c == '\\' && s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' &&
+                    s[2] <= '7') {
+                        c = (char) ((s[0] - '0') * 64 + (s[1] - '0') * 8 + (s[2] - '0'));
+                        s += 3;
+                }
+                if (n + 1 < size)
+                        out[n++] = c;
+        }
+        out[n] = '\0';
+        *p = s;
+        return true;
+}
+
+static bool all_digits(const char *s, bool sign) {
+        if (sign && *s == '-')
+                s++;
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (*s < '0' || *s > '9')
+                        return false;
+        return true;
+}
+
+int swaps_parse(const char *text, SwapArea *areas, size_t max) {
+        const char *line = text;
+        size_t n = 0;
+
+        if (strncmp(text, "Filename", 8) != 0)
+                return -EBADMSG;
+        line = strchr(text, '\n');
+        while (line && *++line) {
+                char f[5][SWAP_PATH_MAX], rest[8];
+                const char *p = line;
+
+                for (size_t i = 0; i < 5; i++)
+                        if (!next_field(&p, f[i], sizeof(f[i])))
+                                return -EBADMSG;
+                if (next_field(&p, rest, sizeof(rest)) || !all_digits(f[2], false) || !all_digits(f[3], false) ||
+                    !all_digits(f[4], true))
+                        return -EBADMSG;
+                if (n < max) {
+                        snprintf(areas[n].path, sizeof(areas[n].path), "%s", f[0]);
+                        areas[n].partition = streq(f[1], "partition");
+                }
+                n++;
+                line = strchr(line, '\n');
+        }
+        return (int) MIN(n, (size_t) INT32_MAX);
+}
+
+static void add_disk(SwapDisk *disks, size_t *n, size_t max, uint32_t major, uint32_t minor) {
+        for (size_t j = 0; j < *n; j++)
+                if (disks[j].major == major && disks[j].minor == minor)
+                        return;
+        if (*n < max)
+                disks[(*n)++] = (SwapDisk) { .major = major, .minor = minor };
+}
+
+int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown) {
+        _cleanup_close_ int fd = -1;
+        SwapArea areas[SWAPS_MAX];
+        char buf[4096];
+        size_t n = 0, unknown = 0;
+        int r, k;
+
+        /* One page holds the header and a dozen areas; a longer file is refused (-EFBIG), not cut. */
+        r = kept_read(h->proc_fd, "swaps", &fd, buf, sizeof(buf), NULL);
+        if (r < 0)
+                return r;
+        k = swaps_parse(buf, areas, ELEMENTSOF(areas));
+        if (k < 0)
+                return k;
+        if ((size_t) k > ELEMENTSOF(areas))
+                unknown += (size_t) k - ELEMENTSOF(areas);
+        for (size_t i = 0; i < MIN((size_t) k, ELEMENTSOF(areas)); i++) {
+                struct stat st;
+                BlkQueue q;
+
+                if (h->sys_fd >= 0 && stat(areas[i].path, &st) == 0 &&
+                    blkqueue_open(h->sys_fd, major(areas[i].partition ? st.st_rdev : st.st_dev),
+                                  minor(areas[i].partition ? st.st_rdev : st.st_dev), &q) == 0) {
+                        add_disk(disks, &n, max, q.major, q.minor);
+                        blkqueue_close(&q);
+                } else
+                        unknown++;
+        }
+        if (ret_unknown)
+                *ret_unknown = unknown;
+        return (int) n;
+}
