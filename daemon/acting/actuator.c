@@ -49,6 +49,7 @@ struct Actuator {
         uint64_t next_cookie;
         uint64_t page_size;
         uint64_t high_headroom;         /* see high_takes_at_once() */
+        RateLimit swap_defer_log;       /* "memory.high held at the usage" */
         EventLog *events;
         const ActuatorOps *ops;
         void *userdata;
@@ -217,6 +218,7 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
                 return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
+        job.headroom = a->high_headroom;
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
                                                   .from = value_ahead(a, t) });
 }
@@ -995,6 +997,21 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
                 uint64_t current;
 
                 t->applied = throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0 ? current : p->value;
+        } else if (job->swap_deferred && !p->superseded_usec) {
+                /* Not lowered under the usage while a swap disk is congested (worker.c): the file holds
+                 * the usage, or what it held. The next check asks again, not this return. */
+                uint64_t current;
+                char now[FORMAT_SIZE_MAX], want[FORMAT_SIZE_MAX];
+
+                if (throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0)
+                        t->applied = current;
+                if (ratelimit_below(&a->swap_defer_log, now_usec(CLOCK_MONOTONIC), NULL))
+                        log_info("%s: memory.high held at %s, about its usage, not lowered to %s while the swap "
+                                 "disk is congested: its tasks reclaim as they allocate", t->path,
+                                 t->applied == THROTTLE_NONE ? "max" : format_size(now, t->applied),
+                                 format_size(want, p->value));
+                (void) persist(a);
+                return;
         } else if (job->result != -ECANCELED && !p->superseded_usec)
                 t->applied = p->value;
         /* Something else was asked while the write was on its way (a lift, another value): catch up. */
@@ -1037,6 +1054,7 @@ int actuator_new(const ActuatorArgs *args, Actuator **ret) {
                 return -ENOMEM;
         a->page_size = args->page_size ?: 4096;
         /* 4 MiB, and the kernel's charge batch (64 pages) per CPU. */
+        a->swap_defer_log = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
         a->high_headroom = (UINT64_C(4) << 20) + (uint64_t) MAX(sysconf(_SC_NPROCESSORS_CONF), 1L) * 64 * a->page_size;
         a->events = args->events;
         a->ops = args->ops;

@@ -88,6 +88,7 @@ static void run_reclaim(Job *j) {
                         break;
                 last = now_current;
         }
+        j->reclaimed = done;
         j->interrupted |= done < j->bytes && (now_usec(CLOCK_MONOTONIC) >= deadline || taskq_stopping());
         (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->after);
 }
@@ -227,8 +228,32 @@ static void run_writeback(Job *j) {
  * value between the one before and the target: the actuator takes those
  * for its own.
  */
+/*
+ * While a swap disk is congested, memory.high is not lowered under the
+ * usage of a cgroup that holds anon: the reclaim the kernel does in the
+ * writer's context would swap, and the worker would wait in that disk's
+ * queue (a memory.high step of 128 KiB stayed 11.8 s in the kernel). It
+ * goes down to the usage and no further (if `headroom` is given): the
+ * cgroup's own tasks reclaim as they allocate, the allocator paying, and
+ * the actuator asks again at its next check. Returns 1 if deferred.
+ */
+static int defer_for_swap(Job *j, uint64_t target, uint64_t current, uint64_t high, long page) {
+        uint64_t anon, hold;
+        char buf[32];
+
+        if (target >= current || !worker_swap_congested() || cg_dir_read_anon(j->dirfd, &anon) < 0 || anon == 0)
+                return 0;
+        j->swap_deferred = true;
+        hold = (current + j->headroom + (uint64_t) page - 1) / (uint64_t) page * (uint64_t) page;
+        if (j->headroom > 0 && hold < high) {
+                snprintf(buf, sizeof(buf), "%llu", (unsigned long long) hold);
+                (void) cg_dir_write(j->dirfd, "memory.high", buf);
+        }
+        return 1;
+}
+
 static int write_high(Task *t, Job *j) {
-        uint64_t target, deadline = now_usec(CLOCK_MONOTONIC) + j->budget_usec / 2, last = UINT64_MAX;
+        uint64_t target, current, high, deadline = now_usec(CLOCK_MONOTONIC) + j->budget_usec / 2, last = UINT64_MAX;
         long page = sysconf(_SC_PAGESIZE);
         bool stepped = false;
         char buf[32];
@@ -237,11 +262,13 @@ static int write_high(Task *t, Job *j) {
         if (cg_parse_u64(j->data, strlen(j->data), &target) < 0 || target == UINT64_MAX || page <= 0)
                 return cg_dir_write(j->dirfd, j->file, j->data);
         while (!taskq_cancelled(t) && !taskq_stopping() && now_usec(CLOCK_MONOTONIC) < deadline) {
-                uint64_t current, high, base, next;
+                uint64_t base, next;
 
                 if (cg_dir_read_u64(j->dirfd, "memory.current", &current) < 0 ||
                     cg_dir_read_u64(j->dirfd, "memory.high", &high) < 0 || current >= last)
                         break;
+                if (defer_for_swap(j, target, current, high, page))
+                        return 0;
                 base = MIN(current, high);
                 next = (base - MIN(base, RECLAIM_WRITE_MAX)) / (uint64_t) page * (uint64_t) page;
                 if (next <= target)
@@ -259,6 +286,9 @@ static int write_high(Task *t, Job *j) {
          * so the job counts as written and the actuator catches up. */
         if (taskq_cancelled(t))
                 return stepped ? 0 : -ECANCELED;
+        if (cg_dir_read_u64(j->dirfd, "memory.current", &current) >= 0 &&
+            cg_dir_read_u64(j->dirfd, "memory.high", &high) >= 0 && defer_for_swap(j, target, current, high, page))
+                return 0;
         return cg_dir_write(j->dirfd, j->file, j->data);
 }
 

@@ -44,7 +44,11 @@ typedef struct Job {
                                  * the swap disk is congested (worker_set_swap_congested) */
         bool swap_was_busy;     /* JOB_RECLAIM: an earlier job of this request stopped for it */
         uint64_t freed_earlier; /* JOB_RECLAIM: what earlier jobs of this request freed */
+        uint64_t earlier_usec;  /* JOB_RECLAIM: how long they took */
+        uint64_t first_started_usec;    /* JOB_RECLAIM: when the first of them started (0: this is it) */
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
+        uint64_t headroom;      /* JOB_FILE_WRITE of memory.high: a value this far over the usage is
+                                 * taken without a reclaim (0: none is written in its place) */
         uint64_t budget_usec;
         char path[256];         /* for messages */
 
@@ -54,11 +58,15 @@ typedef struct Job {
         uint64_t duration_usec;
         uint64_t finished_usec; /* CLOCK_MONOTONIC, when its last write returned (0: never run) */
         uint64_t before, after; /* memory.current around a reclaim */
+        uint64_t reclaimed;     /* JOB_RECLAIM: what its writes came to (each at least what it asked) */
         uint64_t files;         /* files a writeback touched */
         uint64_t commits;       /* btrfs transaction commits a writeback started */
         uint64_t dirty_before, dirty_after;     /* JOB_WRITEBACK: file_dirty + file_writeback; UINT64_MAX: unknown */
         bool interrupted;       /* stopped at its time budget (or at stop) */
         bool swap_busy;         /* JOB_RECLAIM with may_swap: stopped because the swap disk is congested */
+        bool swap_deferred;     /* memory.high: not lowered under the usage, the swap disk being congested
+                                 * and the cgroup holding anon; the file holds what it held, or the
+                                 * usage with the headroom if that was lower */
 } Job;
 
 typedef struct Worker Worker;

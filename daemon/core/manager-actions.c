@@ -116,7 +116,8 @@ static void reclaim_finished(Action *a, const Job *job) {
         }
         snprintf(a->message, sizeof(a->message), "%s: freed %s of %s asked in %" PRIu64 "ms%s%s", a->path,
                  format_size(freed, a->bytes_freed), format_size(asked, a->bytes_asked),
-                 job->duration_usec / USEC_PER_MSEC, a->budget_reached ? " (time budget reached)" : "",
+                 (job->earlier_usec + job->duration_usec) / USEC_PER_MSEC,
+                 a->budget_reached ? " (time budget reached)" : "",
                  job->swap_was_busy || job->swap_busy ? " (cache only while the swap disk was congested)" : "");
 }
 
@@ -136,7 +137,8 @@ static void writeback_finished(Action *a, const Job *job) {
                 (void) format_size(after, a->dirty_after);
         snprintf(a->message, sizeof(a->message), "%s: wrote back %" PRIu64 " file%s in %" PRIu64 "ms%s; "
                  "dirty+writeback %s -> %s", a->path, a->files, a->files == 1 ? "" : "s",
-                 job->duration_usec / USEC_PER_MSEC, a->budget_reached ? " (time budget reached)" : "", before, after);
+                 (job->earlier_usec + job->duration_usec) / USEC_PER_MSEC,
+                 a->budget_reached ? " (time budget reached)" : "", before, after);
 }
 
 void manager_action_job_done(Manager *m, const Job *job) {
@@ -147,7 +149,7 @@ void manager_action_job_done(Manager *m, const Job *job) {
         if (!a || a->state == ACTION_DONE || a->state == ACTION_FAILED)
                 return;
         a->budget_reached = job->interrupted;
-        action_finish(a, error, job->started_usec, now_usec(CLOCK_REALTIME));
+        action_finish(a, error, job->first_started_usec ?: job->started_usec, now_usec(CLOCK_REALTIME));
         if (a->kind == ACTION_RECLAIM)
                 reclaim_finished(a, job);
         else

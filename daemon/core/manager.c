@@ -222,13 +222,16 @@ static void swap_watch(Manager *m) {
 
         if ((d != NULL) == worker_swap_congested())
                 return;
+        worker_set_swap_congested(d != NULL);
+        /* A disk on the edge turns this over from tick to tick: said a few times a minute at most. */
+        if (!ratelimit_below(&m->swap_log, now_usec(CLOCK_MONOTONIC), NULL))
+                return;
         if (d)
                 log_info("Swap disk %" PRIu32 ":%" PRIu32 " congested (busy %" PRIu32 "%%, writes wait %" PRIu64
                          " ms): reclaims that may swap go cache only", d->major, d->minor, d->busy_ppm / 10000,
                          d->write_wait_usec / USEC_PER_MSEC);
         else
                 log_info("No swap disk congested: reclaims may swap again");
-        worker_set_swap_congested(d != NULL);
 }
 
 int manager_rescan(Manager *m) {
@@ -614,6 +617,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
                 return -ENOMEM;
         m->args = *args;
         m->config = TAKE_PTR(c);
+        m->swap_log = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 6);
         write_runner_init(&m->write_runner);
         action_log_init(&m->actions);
         m->events = event_log_new();

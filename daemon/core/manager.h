@@ -77,6 +77,7 @@ typedef struct Manager {
         size_t n_with_policy;
         size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
         size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
+        RateLimit swap_log;             /* a swap disk congested, or no longer */
         char *status;                   /* last STATUS= sent */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */
         uint64_t capacities_saved_usec;

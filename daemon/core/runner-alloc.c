@@ -213,6 +213,12 @@ static int submit_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry
         if (earlier) {
                 job.freed_earlier = earlier->freed_earlier + u64_delta(earlier->before, earlier->after);
                 job.swap_was_busy = earlier->swap_was_busy || earlier->swap_busy;
+                job.earlier_usec = earlier->earlier_usec + earlier->duration_usec;
+                job.first_started_usec = earlier->first_started_usec ?: earlier->started_usec;
+                /* The request's time budget, not a new one. */
+                job.budget_usec = u64_delta(earlier->budget_usec, earlier->duration_usec);
+                if (job.budget_usec == 0)
+                        return 0;
         }
         if (!cache_only && swap_on && worker_swap_congested()) {
                 if (!job.swap_was_busy)
@@ -273,26 +279,27 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
                 r->swappiness_arg = 1;
-        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, now, tick);
-        if (!e)
-                return 0;
-        if (job->result < 0 && job->result != -EAGAIN && !job->interrupted) {
+        if (e && job->result < 0 && job->result != -EAGAIN && !job->interrupted)
                 log_warning_errno(job->result, "%s: memory.reclaim failed: %m", e->cg->path);
-                return 0;
+        else if (e) {
+                r->reclaims++;
+                r->reclaimed_bytes += f.freed;
+                snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
+                         job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" :
+                         job->swap_busy ? ", stopped: the swap disk is congested" : "");
+                f.action_id = job->action_id;
+                reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
+                /* What is left of it (as the worker counted, at least what each write asked) goes on cache
+                 * only, under the same action and within its time budget; the point hears of it once, at
+                 * its end. */
+                if (job->swap_busy && !job->interrupted && job->reclaimed < job->bytes) {
+                        say_swap_busy(ctx, e);
+                        if (submit_reclaim(r, ctx, e, job->bytes - job->reclaimed, true, job->data, job->action_id,
+                                           job, NULL) > 0)
+                                return 1;
+                }
         }
-        r->reclaims++;
-        r->reclaimed_bytes += f.freed;
-        snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
-                 job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" :
-                 job->swap_busy ? ", stopped: the swap disk is congested" : "");
-        f.action_id = job->action_id;
-        reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
-        /* What is left of it goes on cache only, under the same action. */
-        if (job->swap_busy && !job->interrupted && job->bytes > f.freed) {
-                say_swap_busy(ctx, e);
-                if (submit_reclaim(r, ctx, e, job->bytes - f.freed, true, job->data, job->action_id, job, NULL) > 0)
-                        return 1;
-        }
+        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, now, tick);
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "cgfs.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/openat2.h>
@@ -262,26 +263,41 @@ int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret) {
 /* memory.stat is some 3 KiB on recent kernels. */
 #define CG_DIRTY_STAT_MAX (16 * 1024)
 
-int cg_dir_read_dirty(int dirfd, uint64_t *ret) {
-        static const char *const keys[] = { "file_dirty", "file_writeback" };
+/* The sum of memory.stat's values for `keys` (at most 4), each of which must be there. */
+static int read_stat_sum(int dirfd, const char *const *keys, size_t n, uint64_t *ret) {
         _cleanup_free_ char *buf = malloc(CG_DIRTY_STAT_MAX);
-        uint64_t v[2] = {}, found = 0;
+        uint64_t v[4] = {}, found = 0, sum = 0;
         size_t len;
         int fd = -1, r;
 
+        assert(n <= ELEMENTSOF(v));
         if (!buf)
                 return -ENOMEM;
         r = read_kept(dirfd, "memory.stat", &fd, buf, CG_DIRTY_STAT_MAX, &len);
         closep(&fd);
         if (r < 0)
                 return r;
-        r = cg_parse_flat_keyed(buf, len, keys, 2, v, &found);
+        r = cg_parse_flat_keyed(buf, len, keys, n, v, &found);
         if (r < 0)
                 return r;
-        if (found != 3)
+        if (found != (UINT64_C(1) << n) - 1)
                 return -ENOENT;
-        *ret = v[0] + v[1];
+        for (size_t i = 0; i < n; i++)
+                sum += v[i];
+        *ret = sum;
         return 0;
+}
+
+int cg_dir_read_dirty(int dirfd, uint64_t *ret) {
+        static const char *const keys[] = { "file_dirty", "file_writeback" };
+
+        return read_stat_sum(dirfd, keys, ELEMENTSOF(keys), ret);
+}
+
+int cg_dir_read_anon(int dirfd, uint64_t *ret) {
+        static const char *const keys[] = { "anon" };
+
+        return read_stat_sum(dirfd, keys, ELEMENTSOF(keys), ret);
 }
 
 int cgroup_populated(Cgroup *cg) {

@@ -125,6 +125,8 @@ int cg_dir_read_u64(int dirfd, const char *file, uint64_t *ret);
 
 /* file_dirty + file_writeback of memory.stat below a cgroup directory fd, in bytes. */
 int cg_dir_read_dirty(int dirfd, uint64_t *ret);
+/* memory.stat's anon (what reclaim could only swap out), from the cgroup's directory. */
+int cg_dir_read_anon(int dirfd, uint64_t *ret);
 
 /* Whether any process is in the cgroup or below it (cgroup.events "populated"):
  * 1 or 0, or a negative errno (-ENOENT: no such key or file, as on a fixture). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -83,6 +84,40 @@ static void add_disk(SwapDisk *disks, size_t *n, size_t max, uint32_t major, uin
                 disks[(*n)++] = (SwapDisk) { .major = major, .minor = minor };
 }
 
+/*
+ * The device an area is on. A partition (or zram, dm) is named by the
+ * kernel's name for it ("/dev/sda2", "/dev/dm-1"), which /sys/class/block
+ * knows: the daemon's own /dev may be private (PrivateDevices=). A file is
+ * on its filesystem's device, as stat() says.
+ */
+static int area_device(HostRoot *h, const SwapArea *a, uint32_t *ret_major, uint32_t *ret_minor) {
+        struct stat st;
+
+        if (a->partition) {
+                _cleanup_close_ int fd = -1;
+                const char *name = strrchr(a->path, '/');
+                char rel[96], buf[32];
+                unsigned maj, min;
+
+                /* The kernel's block device names are short (32 bytes at most). */
+                name = name ? name + 1 : a->path;
+                if (!*name || strlen(name) > 64 || streq(name, ".") || streq(name, ".."))
+                        return -EINVAL;
+                snprintf(rel, sizeof(rel), "class/block/%.64s/dev", name);
+                if (kept_read(h->sys_fd, rel, &fd, buf, sizeof(buf), NULL) < 0 ||
+                    sscanf(buf, "%u:%u", &maj, &min) != 2)
+                        return -ENOENT;
+                *ret_major = maj;
+                *ret_minor = min;
+                return 0;
+        }
+        if (stat(a->path, &st) < 0)
+                return -errno;
+        *ret_major = major(st.st_dev);
+        *ret_minor = minor(st.st_dev);
+        return 0;
+}
+
 int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown) {
         _cleanup_close_ int fd = -1;
         SwapArea areas[SWAPS_MAX];
@@ -100,12 +135,11 @@ int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown) {
         if ((size_t) k > ELEMENTSOF(areas))
                 unknown += (size_t) k - ELEMENTSOF(areas);
         for (size_t i = 0; i < MIN((size_t) k, ELEMENTSOF(areas)); i++) {
-                struct stat st;
+                uint32_t maj = 0, min = 0;
                 BlkQueue q;
 
-                if (h->sys_fd >= 0 && stat(areas[i].path, &st) == 0 &&
-                    blkqueue_open(h->sys_fd, major(areas[i].partition ? st.st_rdev : st.st_dev),
-                                  minor(areas[i].partition ? st.st_rdev : st.st_dev), &q) == 0) {
+                if (h->sys_fd >= 0 && area_device(h, &areas[i], &maj, &min) == 0 &&
+                    blkqueue_open(h->sys_fd, maj, min, &q) == 0) {
                         add_disk(disks, &n, max, q.major, q.minor);
                         blkqueue_close(&q);
                 } else

@@ -36,8 +36,9 @@ typedef struct SwapDisk {
 /*
  * The disks of the active swap areas, each once, below the host's /sys.
  * Returns how many (0: swap off), or a negative errno if /proc/swaps cannot
- * be read or parsed. An area whose disk cannot be found (a file on a
- * filesystem without a block device, as btrfs shows one) is left out and,
- * if `ret_unknown` is given, counted there.
+ * be read or parsed. An area whose disk cannot be found (a file on btrfs,
+ * whose files show an anonymous device; one in a directory hidden from the
+ * daemon, as ProtectHome= hides /home) is left out and, if `ret_unknown` is
+ * given, counted there.
  */
 int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown);

@@ -82,6 +82,24 @@ uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_p
         return capacity - (capacity - rate) / 8;
 }
 
+/* The kernel prints the time fields as 32-bit milliseconds: they wrap (a deep queue's write ticks
+ * within a day). */
+static uint64_t ms_delta(uint64_t now, uint64_t before) {
+        return (uint32_t) ((uint32_t) now - (uint32_t) before);
+}
+
+/* Whether the device has writes in flight now (its inflight file: "reads writes"); field 9 of
+ * stat counts reads too. */
+static bool writes_in_flight(HostRoot *h, const DevStat *d) {
+        _cleanup_close_ int fd = -1;
+        char path[64], buf[64];
+        unsigned long long reads, writes;
+
+        snprintf(path, sizeof(path), "dev/block/%" PRIu32 ":%" PRIu32 "/inflight", d->major, d->minor);
+        return kept_read(h->sys_fd, path, &fd, buf, sizeof(buf), NULL) >= 0 &&
+               sscanf(buf, "%llu %llu", &reads, &writes) == 2 && writes > 0;
+}
+
 bool devstat_congested(const DevStat *d) {
         return d->n_samples > 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM && d->write_wait_usec >= DEVSTAT_CONGESTED_WAIT_USEC;
 }
@@ -105,7 +123,7 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                            &f[4], &f[5], &f[6], &f[7], &f[8], &f[9]) == 10) {
                         if (d->n_samples > 0 && now_usec > d->sample_usec) {
                                 uint64_t span = now_usec - d->sample_usec;
-                                uint64_t busy_usec = u64_delta(f[9], d->io_ticks_ms) * 1000;
+                                uint64_t busy_usec = ms_delta(f[9], d->io_ticks_ms) * 1000;
 
                                 d->write_rate = rate_per_sec(u64_delta(f[6], d->sectors_written) * 512, span);
                                 d->busy_ppm = (uint32_t) MIN(busy_usec >= UINT64_MAX / 1000000 ? 1000000 :
@@ -114,10 +132,11 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                                 remember(t, d);
                                 /* Fields 5 and 8: writes completed, and the milliseconds they took. */
                                 if (f[4] > d->writes)
-                                        d->write_wait_usec = u64_delta(f[7], d->write_ticks_ms) * 1000 /
+                                        d->write_wait_usec = ms_delta(f[7], d->write_ticks_ms) * 1000 /
                                                              (f[4] - d->writes);
                                 else
-                                        d->write_wait_usec = f[8] > 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM ? span : 0;
+                                        d->write_wait_usec = d->busy_ppm >= DEVSTAT_BUSY_PPM &&
+                                                             writes_in_flight(h, d) ? span : 0;
                         }
                         d->sectors_written = f[6];
                         d->io_ticks_ms = f[9];

@@ -98,6 +98,17 @@ static void put_stat(const char *dir, uint64_t writes, uint64_t write_ms, uint64
         assert_int_equal(fclose(f), 0);
 }
 
+static void put_inflight(const char *dir, unsigned reads, unsigned writes) {
+        char p[256];
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/sys/dev/block/8:0/inflight", dir);
+        f = fopen(p, "w");
+        assert_non_null(f);
+        fprintf(f, "%8u %8u\n", reads, writes);
+        assert_int_equal(fclose(f), 0);
+}
+
 static DevStat *sample(HostRoot *h, DevStatTable *t, uint64_t now) {
         assert_non_null(devstat_want(t, 8, 0));
         devstat_sample(h, t, now);
@@ -137,18 +148,32 @@ static void test_write_wait_and_congestion(void **s) {
         d = sample(h, &t, 3000000);
         assert_int_equal(d->write_wait_usec, 1000);
         assert_false(devstat_congested(d));
-        put_stat(dir, 204, 3100, 3, 8000);      /* busy, in flight, nothing completed */
+        put_stat(dir, 204, 3100, 3, 8000);      /* busy, reads in flight, no write completed */
+        put_inflight(dir, 3, 0);
         d = sample(h, &t, 4000000);
-        assert_int_equal(d->write_wait_usec, 1000000);
-        assert_true(devstat_congested(d));
-        put_stat(dir, 206, 4100, 0, 8300);      /* slow writes, but busy 30 % of the tick */
-        d = sample(h, &t, 5000000);
-        assert_int_equal(d->write_wait_usec, 500000);
-        assert_false(devstat_congested(d));
-        put_stat(dir, 206, 4100, 0, 8300);      /* idle */
-        d = sample(h, &t, 6000000);
         assert_int_equal(d->write_wait_usec, 0);
         assert_false(devstat_congested(d));
+        put_stat(dir, 204, 3100, 3, 9000);      /* busy, writes in flight, none completed */
+        put_inflight(dir, 1, 2);
+        d = sample(h, &t, 5000000);
+        assert_int_equal(d->write_wait_usec, 1000000);
+        assert_true(devstat_congested(d));
+        put_stat(dir, 206, 4100, 0, 9300);      /* slow writes, but busy 30 % of the tick */
+        d = sample(h, &t, 6000000);
+        assert_int_equal(d->write_wait_usec, 500000);
+        assert_false(devstat_congested(d));
+        put_stat(dir, 206, 4100, 0, 9300);      /* idle */
+        d = sample(h, &t, 7000000);
+        assert_int_equal(d->write_wait_usec, 0);
+        assert_false(devstat_congested(d));
+        /* The kernel's 32-bit millisecond counters wrap: 2 writes of 500 ms across the wrap, busy. */
+        put_stat(dir, 300, 4294967000ULL, 0, 4294966000ULL);
+        d = sample(h, &t, 8000000);
+        put_stat(dir, 302, 704, 5, 704);
+        d = sample(h, &t, 9000000);
+        assert_int_equal(d->write_wait_usec, 500000);
+        assert_int_equal(d->busy_ppm, 1000000);
+        assert_true(devstat_congested(d));
 
         devstat_clear(&t);
         host_root_free(h);

@@ -107,6 +107,22 @@ static void test_disks(void **s) {
         assert_int_equal(d[0].minor, 0);
         assert_int_equal(unknown, 1);
 
+        /* A partition (the kernel's name for it: the daemon's /dev may be private) on disk 254:16;
+         * a partition /sys does not know. */
+        mkdirs(dir, "sys/devices/disk2/vdb1");
+        mkdirs(dir, "sys/devices/disk2/queue");
+        mkdirs(dir, "sys/class/block/vdb1");
+        put(dir, "sys/devices/disk2/dev", "254:16\n");
+        put(dir, "sys/devices/disk2/vdb1/partition", "1\n");
+        put(dir, "sys/class/block/vdb1/dev", "254:17\n");
+        snprintf(rel, sizeof(rel), "%s/sys/dev/block/254:17", dir);
+        assert_int_equal(symlink("../../devices/disk2/vdb1", rel), 0);
+        put(dir, "proc/swaps", HEADER "/dev/vdb1 partition 1048572 0 -2\n/dev/vdc1 partition 1048572 0 -3\n");
+        assert_int_equal(swaps_disks(h, d, 4, &unknown), 1);
+        assert_int_equal(d[0].major, 254);
+        assert_int_equal(d[0].minor, 16);
+        assert_int_equal(unknown, 1);
+
         /* Swap off: no disk, nothing unknown. A file that is not /proc/swaps: an error. */
         put(dir, "proc/swaps", HEADER);
         assert_int_equal(swaps_disks(h, d, 4, &unknown), 0);
