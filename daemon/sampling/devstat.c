@@ -104,6 +104,11 @@ bool devstat_congested(const DevStat *d) {
         return d->n_samples > 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM && d->write_wait_usec >= DEVSTAT_CONGESTED_WAIT_USEC;
 }
 
+bool devstat_congested_lately(const DevStat *d, uint64_t now_usec) {
+        return d->congested_usec > 0 && now_usec >= d->congested_usec &&
+               now_usec - d->congested_usec < DEVSTAT_CONGESTED_HOLD_USEC;
+}
+
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
         size_t kept = 0;
 
@@ -137,6 +142,8 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                                 else
                                         d->write_wait_usec = d->busy_ppm >= DEVSTAT_BUSY_PPM &&
                                                              writes_in_flight(h, d) ? span : 0;
+                                if (devstat_congested(d))
+                                        d->congested_usec = now_usec;
                         }
                         d->sectors_written = f[6];
                         d->io_ticks_ms = f[9];

@@ -16,6 +16,9 @@
 #define DEVSTAT_BUSY_PPM 900000         /* in flight 90 % of a tick: saturated */
 /* A saturated device whose writes waited this long each: a write queued there now waits about as long. */
 #define DEVSTAT_CONGESTED_WAIT_USEC (250 * 1000)
+/* ... and counts as congested this long after the last tick that said so: a queue kept full by a
+ * writer measures over the line in most ticks, not all (measured: 0.4-0.6 s waits, some ticks under). */
+#define DEVSTAT_CONGESTED_HOLD_USEC (UINT64_C(5) * 1000 * 1000)
 
 typedef struct DevStat {
         uint32_t major, minor;
@@ -24,6 +27,7 @@ typedef struct DevStat {
         uint8_t n_samples;
         uint64_t sectors_written, io_ticks_ms, writes, write_ticks_ms, sample_usec;
         uint64_t write_rate;            /* bytes/s completed over the last tick */
+        uint64_t congested_usec;        /* the last sample that found it congested (0: none) */
         uint64_t write_wait_usec;       /* the mean time a write completed in the last tick took, queued
                                          * and served; the whole tick if it was busy all of it, with
                                          * requests in flight, and no write completed */
@@ -68,6 +72,8 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec);
 
 /* Saturated (busy DEVSTAT_BUSY_PPM of the last tick) with writes waiting DEVSTAT_CONGESTED_WAIT_USEC or more. */
 bool devstat_congested(const DevStat *d);
+/* Found congested by a sample less than DEVSTAT_CONGESTED_HOLD_USEC before `now_usec`. */
+bool devstat_congested_lately(const DevStat *d, uint64_t now_usec);
 
 /* One step of the capacity estimate (exposed for tests). */
 uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_ppm);

@@ -80,7 +80,8 @@ static inline void observer_freep(Observer **o) {
                 observer_free(*o);
 }
 
-/* The first disk of an active swap area that is congested (devstat_congested) at the last pass; NULL: none. */
+/* The first disk of an active swap area found congested (devstat_congested) within
+ * DEVSTAT_CONGESTED_HOLD_USEC of its last sample; NULL: none. */
 const DevStat *observer_swap_congested(const Observer *o);
 
 /* Finds new and removed cgroups, reads every cgroup's limits and the swap areas' disks. */

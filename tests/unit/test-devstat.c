@@ -148,6 +148,10 @@ static void test_write_wait_and_congestion(void **s) {
         d = sample(h, &t, 3000000);
         assert_int_equal(d->write_wait_usec, 1000);
         assert_false(devstat_congested(d));
+        /* ... but congested a second ago: lately, for DEVSTAT_CONGESTED_HOLD_USEC. */
+        assert_true(devstat_congested_lately(d, 3000000));
+        assert_true(devstat_congested_lately(d, 2000000 + DEVSTAT_CONGESTED_HOLD_USEC - 1));
+        assert_false(devstat_congested_lately(d, 2000000 + DEVSTAT_CONGESTED_HOLD_USEC));
         put_stat(dir, 204, 3100, 3, 8000);      /* busy, reads in flight, no write completed */
         put_inflight(dir, 3, 0);
         d = sample(h, &t, 4000000);
