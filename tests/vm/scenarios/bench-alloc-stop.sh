@@ -100,7 +100,7 @@ one() { # N KIND(reclaim|cacheonly|high)
     check "run $1: memory.high and memory.swap.max are the operator's" \
         test "$(cat "$cg/memory.high") $(cat "$cg/memory.swap.max")" = "$high_orig $swap_orig"
     check "run $1: nothing left in the ledger" bash -c "! grep -q mdr-stop $state/throttles 2> /dev/null"
-    grep -E 'SIGTERM|abandon|restore-on-stop|reclaim .* bytes|did not return|swap|congested|cache only' "$log" | tail -n 10 | cut -c1-200 | sed 's/^/       daemon: /'
+    grep -E 'SIGTERM|abandon|restore-on-stop|reclaim .* bytes|did not return|swap|congested|cache only|asked' "$log" | grep -v 'reclaims may swap again' | tail -n 12 | cut -c1-200 | sed 's/^/       daemon: /'
     kill "$writer" "$holder" 2> /dev/null; wait "$writer" "$holder" 2> /dev/null
     echo 1 > "$cg/cgroup.kill"; sleep 1
     rm -f "$mnt/big$1"
