@@ -181,16 +181,16 @@ static void release_swap(AllocRunner *r, const PointContext *ctx, uint64_t cgrou
                                   "the next check tries again", cgroup_id);
 }
 
-/* Says once per request that the rest of it is cache only, and why. */
+/* Says once per request that it goes on cache only, and why. */
 static void say_swap_busy(const PointContext *ctx, const CgEntry *e) {
         const DevStat *d = observer_swap_congested(ctx->observer);
 
         if (d)
                 log_notice("%s: the swap disk %" PRIu32 ":%" PRIu32 " is congested (writes there wait %" PRIu64
-                           " ms): the rest of the reclaim is cache only", e->cg->path, d->major, d->minor,
+                           " ms): the reclaim goes on cache only", e->cg->path, d->major, d->minor,
                            d->write_wait_usec / USEC_PER_MSEC);
         else
-                log_notice("%s: the swap disk was congested: the rest of the reclaim is cache only", e->cg->path);
+                log_notice("%s: the swap disk was congested: the reclaim goes on cache only", e->cg->path);
 }
 
 /*
