@@ -219,6 +219,7 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
         job.headroom = a->high_headroom;
+        job.ceiling = t->original;
         return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
                                                   .from = value_ahead(a, t) });
 }
@@ -709,6 +710,10 @@ int actuator_recover(Actuator *a) {
  * true if the ledger changed.
  */
 static bool catch_up(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
+        /* Held at the usage while a swap disk is congested: asked again once it is not. */
+        if (t->swap_deferred && worker_swap_congested())
+                return false;
+        t->swap_deferred = false;
         if (throttle_effective(t) != t->applied && apply(a, cg, t) < 0)
                 return false;
         if (throttle_requested(t) || t->applied != t->original || write_in_flight(a, t))
@@ -998,22 +1003,25 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
 
                 t->applied = throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0 ? current : p->value;
         } else if (job->swap_deferred && !p->superseded_usec) {
-                /* Not lowered under the usage while a swap disk is congested (worker.c): the file holds
-                 * the usage, or what it held. The next check asks again, not this return. */
-                uint64_t current;
+                /* Not written under the usage while a swap disk is congested (worker.c): the file holds
+                 * what the job last wrote, if anything (a value found there otherwise is not taken for
+                 * ours). Asked again once the disk is not congested, not at this return. */
                 char now[FORMAT_SIZE_MAX], want[FORMAT_SIZE_MAX];
 
-                if (throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0)
-                        t->applied = current;
+                t->swap_deferred = true;
+                if (!job->high_written || job->high_written == t->applied)
+                        return;
+                t->applied = job->high_written;
                 if (ratelimit_below(&a->swap_defer_log, now_usec(CLOCK_MONOTONIC), NULL))
-                        log_info("%s: memory.high held at %s, about its usage, not lowered to %s while the swap "
-                                 "disk is congested: its tasks reclaim as they allocate", t->path,
-                                 t->applied == THROTTLE_NONE ? "max" : format_size(now, t->applied),
-                                 format_size(want, p->value));
+                        log_info("%s: memory.high held at %s, about its usage, not %s while a swap disk is "
+                                 "congested: its tasks reclaim as they allocate", t->path,
+                                 format_size(now, t->applied), format_size(want, p->value));
                 (void) persist(a);
                 return;
-        } else if (job->result != -ECANCELED && !p->superseded_usec)
+        } else if (job->result != -ECANCELED && !p->superseded_usec) {
                 t->applied = p->value;
+                t->swap_deferred = false;
+        }
         /* Something else was asked while the write was on its way (a lift, another value): catch up. */
         if (throttle_effective(t) != t->applied && !write_in_flight(a, t))
                 (void) apply(a, cg, t);

@@ -97,6 +97,8 @@ typedef struct ThrottleEntry {
         char reason[_POINT_MAX][LEDGER_REASON_MAX];
         char lifts_when[_POINT_MAX][LEDGER_LIFTS_MAX];
         bool original_replaced;         /* loaded with an implausible original, now THROTTLE_NONE */
+        bool swap_deferred;             /* not kept on disk: memory.high held at the usage while a swap disk
+                                         * is congested; asked again once it is not */
 } ThrottleEntry;
 
 /* A cgroup an operator released: the points may not throttle it before until_usec. */

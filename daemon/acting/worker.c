@@ -228,27 +228,49 @@ static void run_writeback(Job *j) {
  * value between the one before and the target: the actuator takes those
  * for its own.
  */
+/* Whether the kernel could swap out some of the cgroup's memory: it holds anon, and its own swap
+ * limit has room (memory.swap.max absent: no swap accounting, so it may). */
+static bool may_swap_out(int dirfd) {
+        uint64_t anon, max, used;
+
+        if (cg_dir_read_anon(dirfd, &anon) < 0 || anon == 0)
+                return false;
+        if (cg_dir_read_u64(dirfd, "memory.swap.max", &max) < 0)
+                return true;
+        return cg_dir_read_u64(dirfd, "memory.swap.current", &used) < 0 || used < max;
+}
+
 /*
- * While a swap disk is congested, memory.high is not lowered under the
- * usage of a cgroup that holds anon: the reclaim the kernel does in the
+ * While a swap disk is congested, memory.high is not written under the
+ * usage of a cgroup that may swap: the reclaim the kernel does in the
  * writer's context would swap, and the worker would wait in that disk's
- * queue (a memory.high step of 128 KiB stayed 11.8 s in the kernel). It
- * goes down to the usage and no further (if `headroom` is given): the
- * cgroup's own tasks reclaim as they allocate, the allocator paying, and
- * the actuator asks again at its next check. Returns 1 if deferred.
+ * queue (a memory.high step of 128 KiB stayed 11.8 s in the kernel). A
+ * lowering goes down to the usage with the headroom and no further; a raise
+ * that would still be under the usage goes up to it (never over the
+ * ceiling), looser than asked for a while rather than tighter. The
+ * cgroup's tasks reclaim for themselves as they allocate, the allocator
+ * paying; the actuator asks again once the disk is not congested.
+ * Returns 1 if deferred.
  */
 static int defer_for_swap(Job *j, uint64_t target, uint64_t current, uint64_t high, long page) {
-        uint64_t anon, hold;
+        uint64_t hold;
         char buf[32];
 
-        if (target >= current || !worker_swap_congested() || cg_dir_read_anon(j->dirfd, &anon) < 0 || anon == 0)
+        if (target >= current || !worker_swap_congested() || !may_swap_out(j->dirfd))
                 return 0;
         j->swap_deferred = true;
         hold = (current + j->headroom + (uint64_t) page - 1) / (uint64_t) page * (uint64_t) page;
-        if (j->headroom > 0 && hold < high) {
-                snprintf(buf, sizeof(buf), "%llu", (unsigned long long) hold);
-                (void) cg_dir_write(j->dirfd, "memory.high", buf);
+        if (j->headroom == 0 || hold >= high) {
+                /* Lowering: nothing lower to write without a reclaim. Raising: up to the hold at most. */
+                if (target <= high || j->headroom == 0)
+                        return 1;
+                hold = MIN(hold, MAX(j->ceiling, target));
+                if (hold <= high || hold < current)
+                        return 1;
         }
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long) hold);
+        if (cg_dir_write(j->dirfd, "memory.high", buf) >= 0)
+                j->high_written = hold;
         return 1;
 }
 
@@ -277,6 +299,7 @@ static int write_high(Task *t, Job *j) {
                 r = cg_dir_write(j->dirfd, "memory.high", buf);
                 if (r < 0 && r != -EINTR)
                         return r;
+                j->high_written = next;
                 stepped = true;
                 last = current;
         }

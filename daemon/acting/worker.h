@@ -49,6 +49,8 @@ typedef struct Job {
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t headroom;      /* JOB_FILE_WRITE of memory.high: a value this far over the usage is
                                  * taken without a reclaim (0: none is written in its place) */
+        uint64_t ceiling;       /* JOB_FILE_WRITE of memory.high: never written above this (the
+                                 * original, or what is asked if higher) */
         uint64_t budget_usec;
         char path[256];         /* for messages */
 
@@ -64,9 +66,10 @@ typedef struct Job {
         uint64_t dirty_before, dirty_after;     /* JOB_WRITEBACK: file_dirty + file_writeback; UINT64_MAX: unknown */
         bool interrupted;       /* stopped at its time budget (or at stop) */
         bool swap_busy;         /* JOB_RECLAIM with may_swap: stopped because the swap disk is congested */
-        bool swap_deferred;     /* memory.high: not lowered under the usage, the swap disk being congested
-                                 * and the cgroup holding anon; the file holds what it held, or the
-                                 * usage with the headroom if that was lower */
+        bool swap_deferred;     /* memory.high: not written under the usage, a swap disk being congested
+                                 * and the cgroup holding anon it may swap out; the file holds what it
+                                 * held, or the usage with the headroom (see high_written) */
+        uint64_t high_written;  /* memory.high: the last value the job wrote (0: none) */
 } Job;
 
 typedef struct Worker Worker;
