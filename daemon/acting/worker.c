@@ -309,7 +309,8 @@ static int write_high(Task *t, Job *j) {
          * so the job counts as written and the actuator catches up. */
         if (taskq_cancelled(t))
                 return stepped ? 0 : -ECANCELED;
-        if (cg_dir_read_u64(j->dirfd, "memory.current", &current) >= 0 &&
+        /* Read again only while a swap disk is congested: otherwise the write goes as it always did. */
+        if (worker_swap_congested() && cg_dir_read_u64(j->dirfd, "memory.current", &current) >= 0 &&
             cg_dir_read_u64(j->dirfd, "memory.high", &high) >= 0 && defer_for_swap(j, target, current, high, page))
                 return 0;
         return cg_dir_write(j->dirfd, j->file, j->data);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -188,14 +189,24 @@ int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
 
 int cg_dir_write(int dirfd, const char *file, const char *data) {
         _cleanup_close_ int fd = -1;
+        struct statfs sfs;
+        struct stat st;
         size_t len = strlen(data);
         ssize_t n;
 
         if (strchr(file, '/'))
                 return -EINVAL;
-        /* O_TRUNC is what a shell's ">" does to these files too; kernfs ignores it. */
-        fd = cg_openat(dirfd, file, O_WRONLY | O_TRUNC);
+        fd = cg_openat(dirfd, file, O_WRONLY);
         if (fd < 0)
+                return negative_errno();
+        /*
+         * A kernfs file takes each write whole. A regular file (a tree that
+         * stands in for cgroupfs) is emptied and written under a lock, so that
+         * two of the daemon's writes racing in it (the loop's and the worker's)
+         * never mix their bytes: "max" over "67108864" would leave "max08864".
+         */
+        if (fstatfs(fd, &sfs) == 0 && sfs.f_type != CGROUP2_SUPER_MAGIC && fstat(fd, &st) == 0 &&
+            S_ISREG(st.st_mode) && (flock(fd, LOCK_EX) < 0 || ftruncate(fd, 0) < 0))
                 return negative_errno();
         n = write(fd, data, len);
         if (n < 0)
