@@ -112,6 +112,8 @@ bool devstat_congested_lately(const DevStat *d, uint64_t now_usec) {
 void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
         size_t kept = 0;
 
+        t->sampled_usec = now_usec;
+
         for (size_t i = 0; i < t->n; i++) {
                 DevStat *d = &t->dev[i];
                 char path[64], buf[512];

@@ -47,6 +47,7 @@ typedef struct DevStatTable {
         DevCapacity known[DEVSTAT_MAX];
         size_t n_known;
         bool known_changed;             /* by more than a sixteenth since the last save */
+        uint64_t sampled_usec;          /* the last devstat_sample() */
 } DevStatTable;
 
 void devstat_clear(DevStatTable *t);

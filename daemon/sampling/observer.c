@@ -192,7 +192,7 @@ const DevStat *observer_swap_congested(const Observer *o) {
                         const DevStat *d = &o->devices.dev[j];
 
                         if (d->major == o->swap_disks[i].major && d->minor == o->swap_disks[i].minor &&
-                            devstat_congested_lately(d, d->sample_usec))
+                            devstat_congested_lately(d, o->devices.sampled_usec))
                                 return d;
                 }
         return NULL;

@@ -81,7 +81,8 @@ static inline void observer_freep(Observer **o) {
 }
 
 /* The first disk of an active swap area found congested (devstat_congested) within
- * DEVSTAT_CONGESTED_HOLD_USEC of its last sample; NULL: none. */
+ * DEVSTAT_CONGESTED_HOLD_USEC of the last pass (a disk whose stat stopped reading ages out too);
+ * NULL: none. */
 const DevStat *observer_swap_congested(const Observer *o);
 
 /* Finds new and removed cgroups, reads every cgroup's limits and the swap areas' disks. */

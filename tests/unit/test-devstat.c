@@ -84,18 +84,26 @@ static void test_save_and_load_again(void **s) {
         assert_int_equal(rmdir(dir), 0);
 }
 
-/* A fixture /sys with one disk 8:0 whose stat holds these counters (fields 5, 8, 9 and 10 of 11). */
-static void put_stat(const char *dir, uint64_t writes, uint64_t write_ms, uint64_t in_flight, uint64_t io_ms) {
+/* The stat file of fixture disk 8:0, as it is written (the same file: a kept fd sees the change). */
+static void put_raw(const char *dir, const char *text) {
         char p[256];
         FILE *f;
 
         snprintf(p, sizeof(p), "%s/sys/dev/block/8:0/stat", dir);
         f = fopen(p, "w");
         assert_non_null(f);
-        fprintf(f, "0 0 0 0 %llu 0 %llu %llu %llu %llu 0\n", (unsigned long long) writes,
-                (unsigned long long) writes * 8, (unsigned long long) write_ms, (unsigned long long) in_flight,
-                (unsigned long long) io_ms);
+        fputs(text, f);
         assert_int_equal(fclose(f), 0);
+}
+
+/* ... holding these counters (fields 5, 8, 9 and 10 of 11). */
+static void put_stat(const char *dir, uint64_t writes, uint64_t write_ms, uint64_t in_flight, uint64_t io_ms) {
+        char text[256];
+
+        snprintf(text, sizeof(text), "0 0 0 0 %llu 0 %llu %llu %llu %llu 0\n", (unsigned long long) writes,
+                 (unsigned long long) writes * 8, (unsigned long long) write_ms, (unsigned long long) in_flight,
+                 (unsigned long long) io_ms);
+        put_raw(dir, text);
 }
 
 static void put_inflight(const char *dir, unsigned reads, unsigned writes) {
@@ -178,6 +186,13 @@ static void test_write_wait_and_congestion(void **s) {
         assert_int_equal(d->write_wait_usec, 500000);
         assert_int_equal(d->busy_ppm, 1000000);
         assert_true(devstat_congested(d));
+        /* Its stat unreadable (garbage) from now on: the entry keeps its last figures, but the table's time moves,
+         * and the congestion ages out against it. */
+        put_raw(dir, "garbage\n");
+        d = sample(h, &t, 9000000 + DEVSTAT_CONGESTED_HOLD_USEC);
+        assert_int_equal(t.sampled_usec, 9000000 + DEVSTAT_CONGESTED_HOLD_USEC);
+        assert_int_equal(d->sample_usec, 9000000);
+        assert_false(devstat_congested_lately(d, t.sampled_usec));
 
         devstat_clear(&t);
         host_root_free(h);
