@@ -234,6 +234,18 @@ static void swap_watch(Manager *m) {
                 log_info("No swap disk congested: reclaims may swap again");
 }
 
+#define LOOKUP_WALK_MIN_USEC USEC_PER_SEC
+
+bool manager_walk_for_lookup(Manager *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (m->lookup_walk_usec && now < m->lookup_walk_usec + LOOKUP_WALK_MIN_USEC)
+                return false;
+        m->lookup_walk_usec = now;
+        m->observer->descendants = UINT64_MAX;  /* walked whatever the root's count says */
+        return manager_rescan(m) >= 0;
+}
+
 int manager_rescan(Manager *m) {
         size_t with_policy = 0;
         int r;

@@ -78,6 +78,7 @@ typedef struct Manager {
         size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
         size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
         RateLimit swap_log;             /* a swap disk congested, or no longer */
+        uint64_t lookup_walk_usec;      /* CLOCK_MONOTONIC of the last walk a lookup asked for */
         char *status;                   /* last STATUS= sent */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */
         uint64_t capacities_saved_usec;
@@ -105,6 +106,12 @@ int manager_reload(Manager *m, ConfDiag *ret_diag);
 
 /* The rescan's work: find cgroups, attach policies, reconcile triggers. */
 int manager_rescan(Manager *m);
+/*
+ * A walk of the tree now, for a name the control API did not find (a unit
+ * started since the last rescan): at most one a second, whoever asks.
+ * Returns true if it walked. CgEntry pointers taken before may move.
+ */
+bool manager_walk_for_lookup(Manager *m);
 
 /* The tick's work at once: sample everything (the rest of a pass in progress), verify throttles, run both points. */
 int manager_tick(Manager *m);

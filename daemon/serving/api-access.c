@@ -145,6 +145,9 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
         if (raw[0] == '/' && rl > 1 && strncmp(raw, root, rl) == 0 && (raw[rl] == '/' || !raw[rl]))
                 path = raw[rl] ? raw + rl : "/";
         found = find_cgroups(m, path, &hit, &other);
+        /* Started since the last rescan, perhaps: looked for again after a walk. */
+        if (found == 0 && manager_walk_for_lookup(m))
+                found = find_cgroups(m, path, &hit, &other);
         if (found == 1) {
                 *ret = hit;
                 return 0;
