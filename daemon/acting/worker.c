@@ -214,20 +214,6 @@ static void run_writeback(Job *j) {
                 j->dirty_after = UINT64_MAX;
 }
 
-/*
- * memory.high lowered under the cgroup's usage, in steps. The kernel
- * reclaims down to a new memory.high before the write returns, in passes
- * that look for a signal only between them, and its first pass goes on
- * until it has freed the whole gap: lowering it 100 MiB at once over anon
- * that swaps out to a saturated 16 MiB/s disk kept a stopping daemon alive
- * 9 s. Each step sets it at most RECLAIM_WRITE_MAX under the usage (or
- * under the value it holds, if lower); the target is written once the gap
- * is that small, when a step no longer brings the usage down, or at half
- * the job's budget (the rest is then reclaimed in one write, cut at the
- * budget as before). Stopped or cancelled between steps, the file holds a
- * value between the one before and the target: the actuator takes those
- * for its own.
- */
 /* Whether the kernel could swap out some of the cgroup's memory: it holds anon, and its own swap
  * limit has room (memory.swap.max absent: no swap accounting, so it may). */
 static bool may_swap_out(int dirfd) {
@@ -274,6 +260,20 @@ static int defer_for_swap(Job *j, uint64_t target, uint64_t current, uint64_t hi
         return 1;
 }
 
+/*
+ * memory.high lowered under the cgroup's usage, in steps. The kernel
+ * reclaims down to a new memory.high before the write returns, in passes
+ * that look for a signal only between them, and its first pass goes on
+ * until it has freed the whole gap: lowering it 100 MiB at once over anon
+ * that swaps out to a saturated 16 MiB/s disk kept a stopping daemon alive
+ * 9 s. Each step sets it at most RECLAIM_WRITE_MAX under the usage (or
+ * under the value it holds, if lower); the target is written once the gap
+ * is that small, when a step no longer brings the usage down, or at half
+ * the job's budget (the rest is then reclaimed in one write, cut at the
+ * budget as before). Stopped or cancelled between steps, the file holds a
+ * value between the one before and the target: the actuator takes those
+ * for its own.
+ */
 static int write_high(Task *t, Job *j) {
         uint64_t target, current, high, deadline = now_usec(CLOCK_MONOTONIC) + j->budget_usec / 2, last = UINT64_MAX;
         long page = sysconf(_SC_PAGESIZE);
