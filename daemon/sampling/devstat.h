@@ -17,7 +17,8 @@
 /* A saturated device whose writes waited this long each: a write queued there now waits about as long. */
 #define DEVSTAT_CONGESTED_WAIT_USEC (250 * 1000)
 /* ... and counts as congested this long after the last tick that said so: a queue kept full by a
- * writer measures over the line in most ticks, not all (measured: 0.4-0.6 s waits, some ticks under). */
+ * writer measures over the line in some ticks, not all (bench-alloc-stop: 0.3-0.8 s waits, ticks
+ * under the line between them). */
 #define DEVSTAT_CONGESTED_HOLD_USEC (UINT64_C(5) * 1000 * 1000)
 
 typedef struct DevStat {
