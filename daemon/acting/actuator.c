@@ -27,7 +27,7 @@ typedef struct PendingJob {
         uint64_t value;
         uint64_t from;                  /* memory.high: the value it steps down from (worker.c) */
         uint64_t action_id;             /* an operator's one-shot action */
-        uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then,
+        uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop or queued then,
                                          * and the job cancelled in the worker; 0: not superseded */
 } PendingJob;
 
@@ -183,13 +183,19 @@ static bool high_takes_at_once(const Actuator *a, const Cgroup *cg, uint64_t v) 
                                       current <= v && v - current >= a->high_headroom);
 }
 
-/* The memory.high writes for t still in the worker lose their point: a newer value goes in now. */
-static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t now) {
+/*
+ * The memory.high writes for t still in the worker lose their point: a newer
+ * value goes in now, from the loop, or through the worker as the job `keep`
+ * (0: none). A lowering still stepping down would otherwise hold a raise
+ * behind it for as long as the kernel takes to reclaim each step.
+ */
+static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t keep, uint64_t now) {
         uint64_t cookies[WORKER_QUEUE_MAX];
         size_t n = 0;
 
         for (size_t i = 0; i < a->n_pending; i++)
-                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded_usec) {
+                if (same_throttle(&a->pending[i], t) && !a->pending[i].superseded_usec &&
+                    a->pending[i].cookie != keep) {
                         a->pending[i].superseded_usec = now;
                         cookies[n++] = a->pending[i].cookie;
                 }
@@ -214,14 +220,18 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
                         return r;
                 t->applied = v;
                 if (t->kind == THROTTLE_MEMORY_HIGH)
-                        supersede_writes(a, t, before_write);
+                        supersede_writes(a, t, 0, before_write);
                 return 0;
         }
         snprintf(job.file, sizeof(job.file), "memory.high");
         job.headroom = a->high_headroom;
         job.ceiling = t->original;
-        return submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
-                                                  .from = value_ahead(a, t) });
+        r = submit(a, cg, &job, (PendingJob) { .kind = JOB_FILE_WRITE, .throttle = t->kind, .value = v,
+                                               .from = value_ahead(a, t) });
+        if (r < 0)
+                return r;
+        supersede_writes(a, t, job.cookie, now_usec(CLOCK_MONOTONIC));
+        return 0;
 }
 
 static void watches_sync(Actuator *a);
