@@ -1002,7 +1002,11 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         ThrottleEntry *t = cg ? ledger_find(&a->ledger, cg->path, p->throttle, p->major, p->minor) : NULL;
 
         if (job->result < 0 && job->result != -ECANCELED && !job->interrupted) {
-                log_warning_errno(job->result, "%s: writing %s=%s failed: %m", job->path, job->file, job->data);
+                /* A unit that stopped: its cgroup went with the write on its way, and the entry with it. */
+                if ((job->result == -ENOENT || job->result == -ENODEV) && (!cg || cgroup_gone(cg)))
+                        log_info("%s: gone before %s=%s was written", job->path, job->file, job->data);
+                else
+                        log_warning_errno(job->result, "%s: writing %s=%s failed: %m", job->path, job->file, job->data);
                 return;
         }
         if (!t)
