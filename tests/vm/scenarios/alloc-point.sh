@@ -8,8 +8,9 @@
 #     90 % of the cold cache, from that cgroup only, while the hot loop's stall
 #     over the run stays at or under the target.
 #  2. metadata storm: a cgroup creates many empty files; MetadataCacheMax= on
-#     it. Its slab_reclaimable must end within 10 % of the cap; a neighbour's
-#     slab (its own small storm, no cap) must be left alone.
+#     it. Its slab_reclaimable over the storm's second half (sampled every
+#     0.5 s) must average within +-10 % of the cap and end under cap + 10 %;
+#     a neighbour's slab (its own small storm, no cap) must be left alone.
 #  3. global pressure: a Priority=10 cache hog, then a Priority=90 allocator.
 #     Kernel alone, then the daemon, same boot: the allocator's stall side by
 #     side with the ratio. Asserted: the daemon shrank the hog, never the
@@ -35,7 +36,7 @@ need_daemon
 
 case $MDR_SCENARIO_NAME in
 bench-*) bench=1 cold_mib=600 hot_mib=16 storm_files=60000 nb_files=15000 meta_max_mib=24 global_reps=3 ;;
-*) bench=0 cold_mib=256 hot_mib=16 storm_files=12000 nb_files=5000 meta_max_mib=8 global_reps=1 ;;
+*) bench=0 cold_mib=256 hot_mib=16 storm_files=50000 nb_files=5000 meta_max_mib=32 global_reps=1 ;;
 esac
 # MDR_AP_CASES: which cases run (default all: 1234); for a wrapper script
 # that sets it and execs this one, when only one case is of interest
@@ -365,11 +366,14 @@ policy meta 'Match=/mdr-meta' 'Mode=enforce' "MetadataCacheMax=${meta_max_mib}M"
 policy meta-nb 'Match=/mdr-meta-nb' 'Mode=enforce' 'Priority=50'
 new_log
 start_daemon
+t0=$(now)
 in_cgroup "$mcg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/storm" "$storm_files" > /tmp/storm.out &
 storm=$!
 peak=0 samples=0 over=0
+: > /tmp/storm.samples
 while kill -0 "$storm" 2>/dev/null; do
     s=$(memstat "$mcg" slab_reclaimable)
+    echo "$(since "$t0") $s" >> /tmp/storm.samples
     [ "$s" -gt "$peak" ] && peak=$s
     samples=$((samples + 1))
     [ "$s" -gt $((meta_max_mib * 1048576 * 110 / 100)) ] && over=$((over + 1))
@@ -390,6 +394,12 @@ printf '       %-34s %s\n' "storm slab_reclaimable peak / end" "$(mib "$peak") M
     "samples over cap + 10 % in storm" "$over of $samples (every 0.5 s)" \
     "freed per the daemon's events" "$(mib "$(reclaimed_from /mdr-meta)") MiB in $(reclaims_of /mdr-meta) reclaims" \
     "neighbour slab before / after" "$(mib "$nb0") MiB / $(mib "$nb1") MiB"
+band=$(half2_band /tmp/storm.samples "$meta_max_mib")
+note "storm, second half: $band"
+band_pct=$(sed 's/.*vs_cap_pct=\([-+0-9.]*\).*/\1/' <<< "$band")
+check "the storm's slab over its second half holds within +-10 % of MetadataCacheMax (mean ${band_pct} %)" \
+    awk -v p="$band_pct" 'BEGIN { exit !(p >= -10 && p <= 10) }'
+check_cmp "... over the samples of its second half (0.5 s apart)" "$(sed 's/.*samples=\([0-9]*\).*/\1/' <<< "$band")" -ge 4
 check_cmp "the storm's slab ends within 10 % of MetadataCacheMax (KiB)" "$((slab1 / 1024))" -le $((meta_max_mib * 1024 * 110 / 100))
 check_cmp "reclaim events name /mdr-meta" "$(reclaims_of /mdr-meta)" -gt 0
 check_cmp "no reclaim of the neighbour" "$(reclaims_of /mdr-meta-nb)" -eq 0

@@ -105,14 +105,7 @@ EOJ
     out=$(cat /tmp/storm.out)
     [ -n "$out" ] || { fail "$fs $kind: the storm did not run"; return; }
     pass "$fs $kind: the storm ran ($out)"
-    echo "RESULT fs=$fs run=$kind rate=$(echo "$out" | sed 's/.*(\([0-9]*\)\/s)/\1/') cap_mib=$cap_mib $(
-        awk -v cap="$cap_mib" 'function m(x) { return x / 1048576 }
-            { t[NR] = $1; s[NR] = $2; if ($2 > peak) peak = $2 } END {
-            half = t[NR] / 2; n = 0; sum = 0; lo = -1; hi = 0
-            for (i = 1; i <= NR; i++) if (t[i] >= half) { n++; sum += s[i]; if (lo < 0 || s[i] < lo) lo = s[i]; if (s[i] > hi) hi = s[i] }
-            mean = n ? sum / n : 0
-            printf "half2_mean_mib=%.1f vs_cap_pct=%+.1f half2_min_mib=%.1f half2_max_mib=%.1f peak_mib=%.1f samples=%d",
-                m(mean), 100 * (m(mean) - cap) / cap, m(lo), m(hi), m(peak), n }' /tmp/samples)"
+    echo "RESULT fs=$fs run=$kind rate=$(echo "$out" | sed 's/.*(\([0-9]*\)\/s)/\1/') cap_mib=$cap_mib $(half2_band /tmp/samples "$cap_mib")"
     echo "RESULT fs=$fs run=$kind by_walks=$(wc -l < /tmp/walks) by_walk_mean_s=$(
         awk '{ s += $1; if ($1 > w) w = $1 } END { printf "%.2f by_walk_worst_s=%.2f", NR ? s / NR : 0, w }' /tmp/walks
         ) by_memory_some_ms=$(( ($(psi_some "$by/memory.pressure") - p0) / 1000 ))"

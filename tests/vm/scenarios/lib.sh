@@ -39,6 +39,18 @@ finish() {
 memstat() { awk -v k="$2" '$1 == k { print $2 }' "$1/memory.stat"; }
 
 mib() { echo $(( $1 / 1048576 )); }
+# half2_band SAMPLES CAP_MIB: of a run's "SECONDS BYTES" samples, the mean of
+# its second half in time against the cap (the band of MetadataCacheMax=),
+# that half's range, the run's peak, and how many samples the half holds
+half2_band() {
+    awk -v cap="$2" 'function m(x) { return x / 1048576 }
+        { t[NR] = $1; s[NR] = $2; if ($2 > peak) peak = $2 } END {
+        half = t[NR] / 2; n = 0; sum = 0; lo = -1; hi = 0
+        for (i = 1; i <= NR; i++) if (t[i] >= half) { n++; sum += s[i]; if (lo < 0 || s[i] < lo) lo = s[i]; if (s[i] > hi) hi = s[i] }
+        mean = n ? sum / n : 0
+        printf "half2_mean_mib=%.1f vs_cap_pct=%+.1f half2_min_mib=%.1f half2_max_mib=%.1f peak_mib=%.1f samples=%d\n",
+            m(mean), 100 * (m(mean) - cap) / cap, m(lo < 0 ? 0 : lo), m(hi), m(peak), n }' "$1"
+}
 
 # new_cgroup NAME: a fresh child of the root, path printed.
 new_cgroup() {
