@@ -21,7 +21,9 @@
 # first, dk: the daemon first, d: the daemon alone, when the time is short;
 # s is a run with senpai, oomd's plugin, pointed at the storm's cgroup instead:
 # MDR_AP_STORM_ORDER=kds, say; skipped without /usr/bin/oomd or MDR_AP_OOMD;
-# oomd is no dependency of the project).
+# oomd is no dependency of the project), MDR_AP_STORM_PIN=1 (the bystander's
+# walks on CPU 1, the storm and the reclaimer on CPU 0: the walk's time
+# without the CPU the storm takes from it on a 2-vCPU guest).
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -30,6 +32,8 @@ cap_mib=${MDR_AP_STORM_MAX_MIB:-32}
 by_files=${MDR_AP_STORM_BY_FILES:-10000}
 order=${MDR_AP_STORM_ORDER:-kd}
 oomd_bin=${MDR_AP_OOMD:-/usr/bin/oomd}
+pin_by=() pin_storm=()
+[ -n "${MDR_AP_STORM_PIN:-}" ] && pin_by=(taskset -c 1) pin_storm=(taskset -c 0)
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
 log=/tmp/daemon.log
@@ -48,7 +52,7 @@ awk -v t="$t" '{ printf "%.2f\n", $1 - t }' /proc/uptime
 EOT
 walk() { bash /tmp/walk.sh "$1"; }
 
-echo "== guest: $(uname -r), MemTotal $(( $(meminfo_kib MemTotal) / 1024 )) MiB, storm $files files, cap ${cap_mib}M, order $order"
+echo "== guest: $(uname -r), MemTotal $(( $(meminfo_kib MemTotal) / 1024 )) MiB, storm $files files, cap ${cap_mib}M, order $order${MDR_AP_STORM_PIN:+, bystander pinned to CPU 1, storm and reclaimer to CPU 0}"
 
 # storm_run FS KIND(kernel|daemon) N: one storm, figures printed on one block
 storm_run() {
@@ -68,7 +72,7 @@ storm_run() {
         "pressure_ms": "50", "max_probe": "0.1" } } ]
 } ] }
 EOJ
-        "$oomd_bin" --config /tmp/oomd.json --interval 1 --cgroup-fs /sys/fs/cgroup \
+        "${pin_storm[@]}" "$oomd_bin" --config /tmp/oomd.json --interval 1 --cgroup-fs /sys/fs/cgroup \
             --runtime-dir /tmp/oomd-run > "/tmp/oomd-$n.log" 2>&1 &
         daemon_pid=$!
         sleep 2
@@ -78,7 +82,7 @@ EOJ
             > "$conf/etc/mdreclaim/policies.d/storm.conf"
         printf '[Policy]\nMatch=/mdr-sby\nMode=enforce\nProtect=yes\n' > "$conf/etc/mdreclaim/policies.d/by.conf"
         : > "$log"
-        "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
+        "${pin_storm[@]}" "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
             --log-level info 2>> "$log" &
         daemon_pid=$!
         sleep 2
@@ -88,10 +92,11 @@ EOJ
     : > /tmp/walks
     rm -f /tmp/storm.done
     ( echo "$BASHPID" > "$by/cgroup.procs" || exit
+      [ ${#pin_by[@]} -eq 0 ] || "${pin_by[@]}" -p "$BASHPID" > /dev/null || exit
       while [ ! -e /tmp/storm.done ]; do walk "$mnt/walk" >> /tmp/walks; done ) &
     local walker=$!
     t0=$(now)
-    in_cgroup "$cg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/storm-$kind-$n" "$files" > /tmp/storm.out &
+    in_cgroup "$cg" "${pin_storm[@]}" python3 "$MDR_VMDIR/helpers/storm" "$mnt/storm-$kind-$n" "$files" > /tmp/storm.out &
     local storm=$!
     : > /tmp/samples
     while kill -0 "$storm" 2>/dev/null; do
@@ -134,7 +139,7 @@ for fs in $MDR_FS; do
     echo "==== $fs"
     bcg=$(new_cgroup mdr-sby) || fatal "cannot create the bystander's cgroup"
     in_cgroup "$bcg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/walk" "$by_files" > /dev/null
-    walk_in() { in_cgroup "$bcg" bash /tmp/walk.sh "$1"; }
+    walk_in() { in_cgroup "$bcg" "${pin_by[@]}" bash /tmp/walk.sh "$1"; }
     walk_in "$mnt/walk" > /dev/null
     note "$fs bystander walk alone: $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s, $(walk_in "$mnt/walk") s ($by_files files)"
     kinds=$(echo "$order" | sed 's/./& /g; s/k/kernel/g; s/d/daemon/g; s/s/senpai/g')
