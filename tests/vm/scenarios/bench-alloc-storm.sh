@@ -32,8 +32,8 @@ cap_mib=${MDR_AP_STORM_MAX_MIB:-32}
 by_files=${MDR_AP_STORM_BY_FILES:-10000}
 order=${MDR_AP_STORM_ORDER:-kd}
 oomd_bin=${MDR_AP_OOMD:-/usr/bin/oomd}
-pin_by=() pin_storm=()
-[ -n "${MDR_AP_STORM_PIN:-}" ] && pin_by=(taskset -c 1) pin_storm=(taskset -c 0)
+pin_by=() pin_storm=() pin_walker=:
+[ -n "${MDR_AP_STORM_PIN:-}" ] && pin_by=(taskset -c 1) pin_storm=(taskset -c 0) pin_walker="taskset -c -p 1"
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
 log=/tmp/daemon.log
@@ -92,7 +92,7 @@ EOJ
     : > /tmp/walks
     rm -f /tmp/storm.done
     ( echo "$BASHPID" > "$by/cgroup.procs" || exit
-      [ ${#pin_by[@]} -eq 0 ] || "${pin_by[@]}" -p "$BASHPID" > /dev/null || exit
+      $pin_walker "$BASHPID" > /dev/null || exit
       while [ ! -e /tmp/storm.done ]; do walk "$mnt/walk" >> /tmp/walks; done ) &
     local walker=$!
     t0=$(now)
