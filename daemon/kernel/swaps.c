@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "swaps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "blkqueue.h"
 #include "fileio.h"
@@ -84,12 +90,74 @@ static void add_disk(SwapDisk *disks, size_t *n, size_t max, uint32_t major, uin
                 disks[(*n)++] = (SwapDisk) { .major = major, .minor = minor };
 }
 
+/* Adds the disk of the block device major:minor; false if /sys has no queue for it. */
+static bool add_device(HostRoot *h, SwapDisk *disks, size_t *n, size_t max, uint32_t major, uint32_t minor) {
+        BlkQueue q;
+
+        if (blkqueue_open(h->sys_fd, major, minor, &q) < 0)
+                return false;
+        add_disk(disks, n, max, q.major, q.minor);
+        blkqueue_close(&q);
+        return true;
+}
+
+int swaps_btrfs_disks(HostRoot *h, const char *fsid, SwapDisk *disks, size_t *n, size_t max) {
+        char rel[96];
+        _cleanup_close_ int dfd = -1;
+        struct dirent *de;
+        bool found = false;
+        DIR *d;
+
+        if (strlen(fsid) != 36 || strspn(fsid, "0123456789abcdef-") != 36)
+                return -EINVAL;
+        snprintf(rel, sizeof(rel), "fs/btrfs/%s/devices", fsid);
+        dfd = openat(h->sys_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        d = fdopendir(TAKE_FD(dfd));
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                _cleanup_close_ int fd = -1;
+                char path[sizeof(rel) + 80], buf[32];
+                unsigned maj, min;
+
+                if (de->d_name[0] == '.' || strlen(de->d_name) > 64)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s/dev", rel, de->d_name);
+                if (kept_read(h->sys_fd, path, &fd, buf, sizeof(buf), NULL) >= 0 &&
+                    sscanf(buf, "%u:%u", &maj, &min) == 2 && add_device(h, disks, n, max, maj, min))
+                        found = true;
+        }
+        closedir(d);
+        return found ? 0 : -ENOENT;
+}
+
 /*
- * The device an area is on. A partition (or zram, dm) is named by the
- * kernel's name for it ("/dev/sda2", "/dev/dm-1"), which /sys/class/block
- * knows: the daemon's own /dev may be private (PrivateDevices=). A file is
- * on its filesystem's device, as stat() says.
+ * The fsid of the btrfs filesystem the file `path` is on, as /sys/fs/btrfs
+ * names it. Its files show an anonymous device (each subvolume another), so
+ * stat() cannot say which disks hold them. -ENOTTY: not on btrfs.
  */
+static int btrfs_fsid_of(const char *path, char *ret, size_t size) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct btrfs_ioctl_fs_info_args info = {};
+        const uint8_t *u = info.fsid;
+        struct statfs sfs;
+
+        if (fd < 0)
+                return negative_errno();
+        if (fstatfs(fd, &sfs) < 0)
+                return negative_errno();
+        if (sfs.f_type != BTRFS_SUPER_MAGIC)
+                return -ENOTTY;
+        if (ioctl(fd, BTRFS_IOC_FS_INFO, &info) < 0)
+                return negative_errno();
+        snprintf(ret, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        return 0;
+}
+
+/* The device an area is on: by its name (a partition), or its file's stat() (major 0: anonymous). */
 static int area_device(HostRoot *h, const SwapArea *a, uint32_t *ret_major, uint32_t *ret_minor) {
         struct stat st;
 
@@ -118,6 +186,28 @@ static int area_device(HostRoot *h, const SwapArea *a, uint32_t *ret_major, uint
         return 0;
 }
 
+/*
+ * Adds the disks an area is on. A partition (or zram, dm) is named by the
+ * kernel's name for it ("/dev/sda2", "/dev/dm-1"), which /sys/class/block
+ * knows: the daemon's own /dev may be private (PrivateDevices=). A file is
+ * on its filesystem's device, as stat() says, or on btrfs on every disk of
+ * the filesystem. Returns 0 if it found one.
+ */
+static int area_disks(HostRoot *h, const SwapArea *a, SwapDisk *disks, size_t *n, size_t max) {
+        uint32_t maj = 0, min = 0;
+        char fsid[40];
+        int r = area_device(h, a, &maj, &min);
+
+        if (r < 0)
+                return r;
+        if (maj != 0)
+                return add_device(h, disks, n, max, maj, min) ? 0 : -ENOENT;
+        if (a->partition)
+                return -ENOENT;
+        r = btrfs_fsid_of(a->path, fsid, sizeof(fsid));
+        return r < 0 ? r : swaps_btrfs_disks(h, fsid, disks, n, max);
+}
+
 int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown) {
         _cleanup_close_ int fd = -1;
         SwapArea areas[SWAPS_MAX];
@@ -134,17 +224,9 @@ int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown) {
                 return k;
         if ((size_t) k > ELEMENTSOF(areas))
                 unknown += (size_t) k - ELEMENTSOF(areas);
-        for (size_t i = 0; i < MIN((size_t) k, ELEMENTSOF(areas)); i++) {
-                uint32_t maj = 0, min = 0;
-                BlkQueue q;
-
-                if (h->sys_fd >= 0 && area_device(h, &areas[i], &maj, &min) == 0 &&
-                    blkqueue_open(h->sys_fd, maj, min, &q) == 0) {
-                        add_disk(disks, &n, max, q.major, q.minor);
-                        blkqueue_close(&q);
-                } else
+        for (size_t i = 0; i < MIN((size_t) k, ELEMENTSOF(areas)); i++)
+                if (h->sys_fd < 0 || area_disks(h, &areas[i], disks, &n, max) < 0)
                         unknown++;
-        }
         if (ret_unknown)
                 *ret_unknown = unknown;
         return (int) n;

@@ -36,9 +36,17 @@ typedef struct SwapDisk {
 /*
  * The disks of the active swap areas, each once, below the host's /sys.
  * Returns how many (0: swap off), or a negative errno if /proc/swaps cannot
- * be read or parsed. An area whose disk cannot be found (a file on btrfs,
- * whose files show an anonymous device; one in a directory hidden from the
- * daemon, as ProtectHome= hides /home) is left out and, if `ret_unknown` is
+ * be read or parsed. A file on btrfs (whose files show an anonymous device)
+ * is on every disk of its filesystem. An area whose disk cannot be found
+ * (one in a directory hidden from the daemon, as ProtectHome= hides /home;
+ * a filesystem on no block device) is left out and, if `ret_unknown` is
  * given, counted there.
  */
 int swaps_disks(HostRoot *h, SwapDisk *disks, size_t max, size_t *ret_unknown);
+
+/*
+ * Adds to disks[*n] (at most `max`) the disks of the btrfs filesystem
+ * `fsid` ("01234567-89ab-cdef-0123-456789abcdef", its directory in
+ * /sys/fs/btrfs), each once. -ENOENT if it lists none found below /sys.
+ */
+int swaps_btrfs_disks(HostRoot *h, const char *fsid, SwapDisk *disks, size_t *n, size_t max);

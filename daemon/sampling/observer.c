@@ -129,13 +129,27 @@ static bool walk_needed(Observer *o, uint64_t now) {
 
 /* The swap areas' disks, followed by devstat from the next pass on; the last list kept if unreadable. */
 static void rescan_swaps(Observer *o) {
+        SwapDisk disks[SWAPS_MAX];
         size_t unknown = 0;
-        int r = swaps_disks(o->host, o->swap_disks, ELEMENTSOF(o->swap_disks), &unknown);
+        int r = swaps_disks(o->host, disks, ELEMENTSOF(disks), &unknown);
 
         if (r < 0) {
                 log_debug_errno(r, "Cannot read the swap areas (%s/swaps): %m", o->host->proc_path);
                 return;
         }
+        if ((size_t) r != o->n_swap_disks || memcmp(disks, o->swap_disks, (size_t) r * sizeof(SwapDisk)) != 0) {
+                char list[SWAPS_MAX * 24] = "";
+
+                for (int i = 0; i < r; i++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%u:%u", i ? ", " : "",
+                                 disks[i].major, disks[i].minor);
+                if (r > 0)
+                        log_info("Swap is on disk%s %s: while %s congested, reclaims that may swap are held back",
+                                 r == 1 ? "" : "s", list, r == 1 ? "it is" : "one is");
+                else if (o->n_swap_disks > 0)
+                        log_info("No swap area on a known disk any more");
+        }
+        memcpy(o->swap_disks, disks, (size_t) r * sizeof(SwapDisk));
         o->n_swap_disks = (size_t) r;
         if (unknown != o->swap_unknown && unknown > 0)
                 log_info("%zu swap area%s on no disk found below %s: reclaims that may swap are not held back "

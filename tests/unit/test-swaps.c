@@ -71,7 +71,8 @@ static void mkdirs(const char *dir, const char *rel) {
 
 /*
  * A swap file is on its filesystem's device; that device here is a
- * partition of a fixture disk 254:0, which is the one given. A file named
+ * partition of a fixture disk 254:0, which is the one given. One on btrfs
+ * is on its filesystem's disks, found by its fsid. A file named
  * in /proc/swaps that does not exist, or whose device has no entry below
  * /sys, is counted as unknown.
  */
@@ -80,7 +81,7 @@ static void test_disks(void **s) {
         struct stat st;
         HostRoot *h = NULL;
         SwapDisk d[4];
-        size_t unknown = 99;
+        size_t unknown = 99, n;
 
         assert_non_null(mkdtemp(dir));
         put(dir, "swapfile", "");
@@ -122,6 +123,25 @@ static void test_disks(void **s) {
         assert_int_equal(d[0].major, 254);
         assert_int_equal(d[0].minor, 16);
         assert_int_equal(unknown, 1);
+
+        /* A swap file on btrfs shows an anonymous device: its filesystem's disks are what sysfs lists
+         * under its fsid (two devices here, one a partition of disk 254:16; one /sys cannot place). */
+        mkdirs(dir, "sys/fs/btrfs/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/devices/vdb1");
+        mkdirs(dir, "sys/fs/btrfs/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/devices/vde");
+        put(dir, "sys/fs/btrfs/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/devices/vdb1/dev", "254:17\n");
+        put(dir, "sys/fs/btrfs/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/devices/vde/dev", "254:64\n");
+        d[0] = (SwapDisk) { .major = 8, .minor = 0 };
+        n = 1;
+        assert_int_equal(swaps_btrfs_disks(h, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", d, &n, 4), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(d[1].major, 254);
+        assert_int_equal(d[1].minor, 16);
+        /* Each disk once; none found; not an fsid. */
+        assert_int_equal(swaps_btrfs_disks(h, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", d, &n, 4), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(swaps_btrfs_disks(h, "00000000-0000-0000-0000-000000000000", d, &n, 4), -ENOENT);
+        assert_int_equal(swaps_btrfs_disks(h, "../../../etc", d, &n, 4), -EINVAL);
+        assert_int_equal(n, 2);
 
         /* Swap off: no disk, nothing unknown. A file that is not /proc/swaps: an error. */
         put(dir, "proc/swaps", HEADER);
