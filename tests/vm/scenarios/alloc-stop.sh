@@ -1,5 +1,5 @@
 #!/bin/bash
-# vm-fs: ext4
+# vm-fs: ext4 btrfs
 # vm-write-bps: 16777216
 # How long mdreclaimd takes to end after SIGTERM while its worker is inside
 # the kernel, and whether every throttle comes back. A cgroup (the operator's memory.high 900M and memory.swap.max 300M)
@@ -19,7 +19,9 @@
 # kind MDR_AP_STOP_KIND: queued (the default), reclaim, cacheonly or high:
 #   MDRECLAIMD=... MDCTL=... tests/vm/vmtest --timeout 600 bench-alloc-stop
 # Checked in every run: the daemon ends within 2 s of SIGTERM, memory.high
-# and memory.swap.max are the operator's, the ledger is empty.
+# and memory.swap.max are the operator's, the ledger is empty. First, once:
+# a swap file in a btrfs subvolume (whose files show an anonymous device) is
+# placed on the btrfs disk, so that its congestion would be seen too.
 . "$(dirname "$0")/lib.sh"
 need_daemon
 mdctl() { "$MDCTL" "$@"; }
@@ -30,6 +32,21 @@ log=/tmp/daemon.log
 mkdir -p "$conf/etc/mdreclaim/policies.d" "$state"
 printf '[Daemon]\nInterval=500ms\nRescanInterval=1s\nColdSampleInterval=500ms\n' > "$conf/etc/mdreclaim/mdreclaimd.conf"
 printf '[Policy]\nMatch=/mdr-stop\nMode=enforce\nDirtyLimit=32M\n' > "$conf/etc/mdreclaim/policies.d/stop.conf"
+
+echo "==== a swap file on btrfs"
+btrfs subvolume create /mnt/btrfs/sv > /dev/null || fatal "cannot create a btrfs subvolume"
+bswap=/mnt/btrfs/sv/swapfile
+truncate -s 0 "$bswap" && chattr +C "$bswap" && fallocate -l 64M "$bswap" && chmod 600 "$bswap" &&
+    mkswap "$bswap" > /dev/null && swapon "$bswap" || fatal "cannot turn swap on on btrfs"
+bdisk=$(for b in /sys/block/*; do [ "$(cat "$b/serial" 2> /dev/null)" = mdr-btrfs ] && cat "$b/dev"; done)
+"$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" --log-level info 2> "$log" &
+pid=$!
+wait_for 30 grep -q 'Swap is on\|no disk found' "$log"
+kill -TERM "$pid"; wait "$pid"
+note "the file's device: $(stat -c '%Hd:%Ld' "$bswap"), the disk's: $bdisk; $(grep -h 'Swap is on\|no disk found' "$log")"
+check "a swap file on btrfs is placed on its disk ($bdisk)" grep -q "Swap is on disk $bdisk:" "$log"
+swapoff "$bswap"
+
 fallocate -l 256M "$mnt/swapfile" && chmod 600 "$mnt/swapfile" && mkswap "$mnt/swapfile" > /dev/null &&
     swapon "$mnt/swapfile" || fatal "cannot turn swap on"
 fallocate -l 300M "$mnt/clean"
