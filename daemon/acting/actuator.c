@@ -27,8 +27,9 @@ typedef struct PendingJob {
         uint64_t value;
         uint64_t from;                  /* memory.high: the value it steps down from (worker.c) */
         uint64_t action_id;             /* an operator's one-shot action */
-        uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop or queued then,
-                                         * and the job cancelled in the worker; 0: not superseded */
+        uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then, and the
+                                         * job cancelled in the worker; SUPERSEDED_BY_QUEUE: a newer value was
+                                         * queued behind it; 0: not superseded */
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */
@@ -184,10 +185,18 @@ static bool high_takes_at_once(const Actuator *a, const Cgroup *cg, uint64_t v) 
 }
 
 /*
+ * A write superseded by one queued behind it: whenever it returned (even
+ * before the newer one was queued, its return not yet seen by the loop), if
+ * it ran at all its value may be in the file, which only a read can say.
+ */
+#define SUPERSEDED_BY_QUEUE UINT64_C(1)
+
+/*
  * The memory.high writes for t still in the worker lose their point: a newer
- * value goes in now, from the loop, or through the worker as the job `keep`
- * (0: none). A lowering still stepping down would otherwise hold a raise
- * behind it for as long as the kernel takes to reclaim each step.
+ * value goes in now, from the loop (at `now`), or through the worker as the
+ * job `keep` (0: none; `now` SUPERSEDED_BY_QUEUE). A lowering still stepping
+ * down would otherwise hold a raise behind it for as long as the kernel
+ * takes to reclaim each step.
  */
 static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t keep, uint64_t now) {
         uint64_t cookies[WORKER_QUEUE_MAX];
@@ -230,7 +239,7 @@ static int apply(Actuator *a, Cgroup *cg, ThrottleEntry *t) {
                                                .from = value_ahead(a, t) });
         if (r < 0)
                 return r;
-        supersede_writes(a, t, job.cookie, now_usec(CLOCK_MONOTONIC));
+        supersede_writes(a, t, job.cookie, SUPERSEDED_BY_QUEUE);
         return 0;
 }
 
@@ -998,12 +1007,13 @@ static void writeback_event(Actuator *a, const Job *job, const char *unit) {
  * place, and caught up.
  */
 static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
-        Cgroup *cg = lookup(a, p->cgroup_id, NULL);
+        int err;
+        Cgroup *cg = lookup_why(a, p->cgroup_id, NULL, &err);
         ThrottleEntry *t = cg ? ledger_find(&a->ledger, cg->path, p->throttle, p->major, p->minor) : NULL;
 
         if (job->result < 0 && job->result != -ECANCELED && !job->interrupted) {
                 /* A unit that stopped: its cgroup went with the write on its way, and the entry with it. */
-                if ((job->result == -ENOENT || job->result == -ENODEV) && (!cg || cgroup_gone(cg)))
+                if ((job->result == -ENOENT || job->result == -ENODEV) && (err == -ENODEV || (cg && cgroup_gone(cg))))
                         log_info("%s: gone before %s=%s was written", job->path, job->file, job->data);
                 else
                         log_warning_errno(job->result, "%s: writing %s=%s failed: %m", job->path, job->file, job->data);
@@ -1012,7 +1022,8 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
         if (!t)
                 return;
         if (p->superseded_usec && job->result != -ECANCELED && job->finished_usec >= p->superseded_usec) {
-                /* Landed before or after the newer value written from the loop: the file says which. */
+                /* Landed before or after the newer value (written from the loop, or queued behind it):
+                 * the file says which. */
                 uint64_t current;
 
                 t->applied = throttle_read(cg, t->kind, t->major, t->minor, &current) >= 0 ? current : p->value;

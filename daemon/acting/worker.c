@@ -16,6 +16,7 @@
 
 #include "cgfs.h"
 #include "cgparse.h"
+#include "fileio.h"
 #include "log.h"
 #include "procs.h"
 #include "util.h"
@@ -171,7 +172,7 @@ static void writeback_pid(Job *j, pid_t pid, uint64_t deadline, FsSeen *seen) {
         info_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd_dirfd < 0 || info_dirfd < 0)
                 return;
-        d = fdopendir(fcntl(fd_dirfd, F_DUPFD_CLOEXEC, 3));
+        d = opendir_at(fd_dirfd, ".");
         while (d && (de = readdir(d)) && j->files < WRITEBACK_FILES_MAX && !job_must_stop(deadline)) {
                 _cleanup_close_ int f = -1;
                 struct stat st;

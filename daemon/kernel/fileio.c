@@ -56,3 +56,19 @@ int psi_trigger_open(int dirfd, const char *name, const char *spec) {
                 return -EIO;
         return TAKE_FD(fd);
 }
+
+DIR *opendir_at(int dirfd, const char *rel) {
+        int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return NULL;
+        d = fdopendir(fd);
+        if (!d) {
+                int e = errno;
+
+                close(fd);
+                errno = e;
+        }
+        return d;
+}

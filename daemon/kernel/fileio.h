@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 
 /*
@@ -24,3 +25,9 @@ int kept_read(int dirfd, const char *name, int *fd, char *buf, size_t size, size
  * procfs or cgroupfs (nothing is written to it then).
  */
 int psi_trigger_open(int dirfd, const char *name, const char *spec);
+
+/*
+ * opendir() of `rel` below `dirfd` ("." for dirfd itself, with an offset of
+ * its own): NULL with errno set on failure, nothing left open.
+ */
+DIR *opendir_at(int dirfd, const char *rel);

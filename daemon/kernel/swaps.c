@@ -103,7 +103,6 @@ static bool add_device(HostRoot *h, SwapDisk *disks, size_t *n, size_t max, uint
 
 int swaps_btrfs_disks(HostRoot *h, const char *fsid, SwapDisk *disks, size_t *n, size_t max) {
         char rel[96];
-        _cleanup_close_ int dfd = -1;
         struct dirent *de;
         bool found = false;
         DIR *d;
@@ -111,10 +110,7 @@ int swaps_btrfs_disks(HostRoot *h, const char *fsid, SwapDisk *disks, size_t *n,
         if (strlen(fsid) != 36 || strspn(fsid, "0123456789abcdef-") != 36)
                 return -EINVAL;
         snprintf(rel, sizeof(rel), "fs/btrfs/%s/devices", fsid);
-        dfd = openat(h->sys_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(TAKE_FD(dfd));
+        d = opendir_at(h->sys_fd, rel);
         if (!d)
                 return negative_errno();
         while ((de = readdir(d))) {

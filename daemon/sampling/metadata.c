@@ -102,14 +102,10 @@ static int device_name(HostRoot *h, uint32_t major, uint32_t minor, char *buf, s
 /* For btrfs, the mount's major:minor is anonymous: find the fsid whose
  * devices/ holds `dev` and the real block device numbers from sysfs. */
 static int btrfs_resolve(HostRoot *h, const char *dev, FsMetadata *f) {
-        _cleanup_close_ int dfd = openat(h->sys_fd, "fs/btrfs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d;
+        DIR *d = opendir_at(h->sys_fd, "fs/btrfs");
         struct dirent *de;
         int r = -ENOENT;
 
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(TAKE_FD(dfd));
         if (!d)
                 return negative_errno();
         while ((de = readdir(d)) && r < 0) {

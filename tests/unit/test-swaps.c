@@ -136,10 +136,13 @@ static void test_disks(void **s) {
         assert_int_equal(n, 2);
         assert_int_equal(d[1].major, 254);
         assert_int_equal(d[1].minor, 16);
-        /* Each disk once; none found; not an fsid. */
+        /* Each disk once; no such filesystem; one whose only device /sys cannot place; not an fsid. */
         assert_int_equal(swaps_btrfs_disks(h, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", d, &n, 4), 0);
         assert_int_equal(n, 2);
         assert_int_equal(swaps_btrfs_disks(h, "00000000-0000-0000-0000-000000000000", d, &n, 4), -ENOENT);
+        mkdirs(dir, "sys/fs/btrfs/11111111-2222-3333-4444-555555555555/devices/vdf");
+        put(dir, "sys/fs/btrfs/11111111-2222-3333-4444-555555555555/devices/vdf/dev", "254:80\n");
+        assert_int_equal(swaps_btrfs_disks(h, "11111111-2222-3333-4444-555555555555", d, &n, 4), -ENOENT);
         assert_int_equal(swaps_btrfs_disks(h, "../../../etc", d, &n, 4), -EINVAL);
         assert_int_equal(n, 2);
 

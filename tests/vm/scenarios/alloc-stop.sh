@@ -16,7 +16,8 @@
 # it waited on (wchan) every 250 ms until it was gone.
 # As "alloc-stop" (the VM suite) one run; as "bench-alloc-stop" (the same
 # script) three, or the runs MDR_AP_STOP_RUNS names ("1 2 3"), each of the
-# kind MDR_AP_STOP_KIND: queued (the default), reclaim, cacheonly or high:
+# kind MDR_AP_STOP_KIND: queued (the default), reclaim, cacheonly or high;
+# MDR_AP_STOP_ANON_MIB is the cgroup's anon (200):
 #   MDRECLAIMD=... MDCTL=... tests/vm/vmtest --timeout 600 bench-alloc-stop
 # Checked in every run: the daemon ends within 2 s of SIGTERM, memory.high
 # and memory.swap.max are the operator's, the ledger is empty. First, once:
@@ -24,6 +25,9 @@
 # placed on the btrfs disk, so that its congestion would be seen too.
 . "$(dirname "$0")/lib.sh"
 need_daemon
+if [ -z "${MDCTL:-}" ] || [ ! -x "$MDCTL" ]; then
+    fatal "MDCTL is not set to a built mdctl (got '${MDCTL:-}')"
+fi
 mdctl() { "$MDCTL" "$@"; }
 mnt=/mnt/ext4
 conf=/tmp/mdr-conf
