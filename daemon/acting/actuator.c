@@ -50,7 +50,6 @@ struct Actuator {
         uint64_t next_cookie;
         uint64_t page_size;
         uint64_t high_headroom;         /* see high_takes_at_once() */
-        RateLimit swap_defer_log;       /* "memory.high held at the usage" */
         EventLog *events;
         const ActuatorOps *ops;
         void *userdata;
@@ -1007,8 +1006,9 @@ static void writeback_event(Actuator *a, const Job *job, const char *unit) {
  * place, and caught up.
  */
 static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
+        const char *unit;
         int err;
-        Cgroup *cg = lookup_why(a, p->cgroup_id, NULL, &err);
+        Cgroup *cg = lookup_why(a, p->cgroup_id, &unit, &err);
         ThrottleEntry *t = cg ? ledger_find(&a->ledger, cg->path, p->throttle, p->major, p->minor) : NULL;
 
         if (job->result < 0 && job->result != -ECANCELED && !job->interrupted) {
@@ -1031,16 +1031,17 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
                 /* Not written under the usage while a swap disk is congested (worker.c): the file holds
                  * what the job last wrote, if anything (a value found there otherwise is not taken for
                  * ours). Asked again once the disk is not congested, not at this return. */
-                char now[FORMAT_SIZE_MAX], want[FORMAT_SIZE_MAX];
+                char want[24], reason[160];
+                uint64_t before = t->applied;
 
                 t->swap_deferred = true;
                 if (!job->high_written || job->high_written == t->applied)
                         return;
                 t->applied = job->high_written;
-                if (ratelimit_below(&a->swap_defer_log, now_usec(CLOCK_MONOTONIC), NULL))
-                        log_info("%s: memory.high held at %s, about its usage, not %s while a swap disk is "
-                                 "congested: its tasks reclaim as they allocate", t->path,
-                                 format_size(now, t->applied), format_size(want, p->value));
+                format_value(p->value, want, sizeof(want));
+                snprintf(reason, sizeof(reason), "about its usage, not %s, while a swap disk is congested: "
+                         "its tasks reclaim as they allocate", want);
+                throttle_event(a, "defer-for-swap", unit, t, before, t->applied, reason);
                 (void) persist(a);
                 return;
         } else if (job->result != -ECANCELED && !p->superseded_usec) {
@@ -1087,7 +1088,6 @@ int actuator_new(const ActuatorArgs *args, Actuator **ret) {
                 return -ENOMEM;
         a->page_size = args->page_size ?: 4096;
         /* 4 MiB, and the kernel's charge batch (64 pages) per CPU. */
-        a->swap_defer_log = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 5);
         a->high_headroom = (UINT64_C(4) << 20) + (uint64_t) MAX(sysconf(_SC_NPROCESSORS_CONF), 1L) * 64 * a->page_size;
         a->events = args->events;
         a->ops = args->ops;
