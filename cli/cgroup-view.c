@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "parse-util.h"
 #include "util.h"
@@ -195,4 +196,21 @@ int cgroups_table(const Value *list, const Value *throttles, bool tree, Table *r
                 r = table_add_row(ret, cells);
         }
         return r >= 0 && tree ? link_tree(list, ret) : r;
+}
+
+/* How far from now a time may be for a table to show it as a time of day. */
+#define CLOCK_SPAN_USEC (20 * 3600 * USEC_PER_SEC)
+
+const char *cell_time(char buf[static 32], const Value *v, const char *path) {
+        uint64_t usec, now = now_usec(CLOCK_REALTIME);
+        time_t s;
+        struct tm tm;
+
+        if (!value_get_u64(v, path, &usec))
+                return NULL;
+        s = (time_t) (usec / USEC_PER_SEC);
+        if (!localtime_r(&s, &tm) ||
+            strftime(buf, 32, MAX(usec, now) - MIN(usec, now) < CLOCK_SPAN_USEC ? "%H:%M:%S" : "%Y-%m-%d", &tm) == 0)
+                return NULL;
+        return buf;
 }

@@ -40,4 +40,6 @@ const char *cell_throttled(char buf[static 64], const Value *throttles, const ch
 
 /* Human cells. */
 const char *cell_size(char buf[static 32], const Value *v, const char *path);
+/* A time (microseconds since the epoch at `path`): "14:02:11" within 20 hours of now, "2024-05-01" otherwise. */
+const char *cell_time(char buf[static 32], const Value *v, const char *path);
 const char *cell_ppm(char buf[static 32], const Value *v, const char *path);

@@ -6,31 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cgroup-view.h"
 #include "client.h"
 #include "table.h"
 #include "util.h"
-
-/* How far from now a time may be for a table to show it as a time of day. */
-#define CLOCK_SPAN_USEC (20 * 3600 * USEC_PER_SEC)
-
-/* ---- cells ---- */
-
-/* A time as the table shows it: "14:02:11" near now, "2024-05-01" otherwise. */
-static const char *clock_cell(char buf[static 32], const Value *t, const char *key) {
-        uint64_t usec, now = now_usec(CLOCK_REALTIME);
-        time_t s;
-        struct tm tm;
-
-        if (!value_get_u64(t, key, &usec))
-                return NULL;
-        s = (time_t) (usec / USEC_PER_SEC);
-        if (!localtime_r(&s, &tm) ||
-            strftime(buf, 32, MAX(usec, now) - MIN(usec, now) < CLOCK_SPAN_USEC ? "%H:%M:%S" : "%Y-%m-%d", &tm) == 0)
-                return NULL;
-        return buf;
-}
 
 /* The unit, else the path; "(every cgroup)" for a release of all. */
 static const char *cgroup_cell(const Value *t) {
@@ -81,7 +61,7 @@ static const char *throttle_cell(char buf[static 48], const Value *t) {
 
         if (cell_throttle(buf, t, true))
                 return buf;
-        snprintf(buf, 48, "released to %s", or_dash(clock_cell(until, t, "released_until_usec")));
+        snprintf(buf, 48, "released to %s", or_dash(cell_time(until, t, "released_until_usec")));
         return buf;
 }
 
@@ -106,7 +86,7 @@ static int throttles_table(const Value *list, Table *ret) {
                 const Value *t = &list->items[i];
                 char thr[48], was[32], since[32];
                 const char *cells[] = { cgroup_cell(t), throttle_cell(thr, t), original_cell(was, t),
-                                        points_cell(t), clock_cell(since, t, "since_realtime_usec") };
+                                        points_cell(t), cell_time(since, t, "since_realtime_usec") };
 
                 r = table_add_row(ret, cells);
         }

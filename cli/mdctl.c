@@ -41,6 +41,7 @@ static void help(void) {
                "                                writes; with --wait the result (files, dirty+writeback\n"
                "                                before and after); TIME: how long to wait (default 2min)\n"
                "  action ID                     a reclaim or writeback asked for: its state and result\n"
+               "  actions [-o COLS]             the reclaims and writebacks the daemon keeps (the last 64)\n"
                "  throttles [-o COLS]           every throttle the daemon holds, and the releases\n"
                "  release UNIT [--for TIME] | --all\n"
                "                                lift a cgroup's throttles (or every cgroup's) now and\n"
@@ -69,8 +70,9 @@ static void help(void) {
                "Options:\n"
                "  --json            machine-readable output: one JSON document (one per line with --follow)\n"
                "  --no-legend       no column headers\n"
-               "  -o, --output COLS the table's columns, a comma list (list, top, throttles);\n"
-               "                    an unknown one is refused with the valid ones (plot: its file)\n"
+               "  -o, --output COLS the table's columns, a comma list (list, top, throttles,\n"
+               "                    actions); an unknown one is refused with the valid ones\n"
+               "                    (plot: its file)\n"
                "  --socket PATH     the daemon's control socket (default: $MDCTL_SOCKET or\n"
                "                    " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version         print the version\n"
@@ -275,6 +277,7 @@ static const Verb verbs[] = {
         { "reclaim", 1, 1, OPT_BYTES | OPT_WAIT, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "action", 1, 1, 0, verb_action },
+        { "actions", 0, 0, OPT_OUTPUT, verb_actions, action_columns },
         { "policy", 1, -1, 0, verb_policy },
         { "events", 0, 0, OPT_FOLLOW | OPT_EVENTS | OPT_SINCE, verb_events },
         { "metrics", 0, 0, 0, verb_metrics },

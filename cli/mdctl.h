@@ -70,6 +70,7 @@ int verb_top(sd_bus *bus, const Args *a);
 int verb_reclaim(sd_bus *bus, const Args *a);
 int verb_writeback(sd_bus *bus, const Args *a);
 int verb_action(sd_bus *bus, const Args *a);
+int verb_actions(sd_bus *bus, const Args *a);
 /* Checks `action ID` before connecting. */
 int check_action_args(const Args *a);
 int verb_reload(sd_bus *bus, const Args *a);
@@ -110,6 +111,7 @@ int verb_release(sd_bus *bus, const Args *a);
 int check_release_args(const Args *a);
 /* The columns of `mdctl throttles`, in table_init()'s form (for -o). */
 extern const char *const throttle_columns[];
+extern const char *const action_columns[];
 /* Prints a table fitted to stdout's width with the chosen columns: 0, or a negative errno after saying why. */
 int print_table(Table *t, const Args *a);
 /* show's lines on the cgroup `c`'s throttles and release, from ListThrottles' array. */

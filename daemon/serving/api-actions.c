@@ -247,6 +247,37 @@ int method_get_action(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         return k < 0 ? k : sd_bus_send(NULL, r, NULL);
 }
 
+/* ---- ListActions ---- */
+
+static int compare_ids(const void *x, const void *y) {
+        const Action *a = *(const Action *const *) x, *b = *(const Action *const *) y;
+
+        return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Every action kept (the last ACTIONS_MAX), oldest first. */
+int method_list_actions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        Manager *m = api_of(c)->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        const Action *kept[ACTIONS_MAX];
+        size_t n = 0;
+        int k;
+
+        for (size_t i = 0; i < ACTIONS_MAX; i++)
+                if (m->actions.slots[i].id)
+                        kept[n++] = &m->actions.slots[i];
+        qsort(kept, n, sizeof(kept[0]), compare_ids);
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k >= 0)
+                k = sd_bus_message_open_container(r, 'a', "a{sv}");
+        for (size_t i = 0; k >= 0 && i < n; i++)
+                k = api_append_action(r, kept[i]);
+        if (k >= 0)
+                k = sd_bus_message_close_container(r);
+        return k < 0 ? k : sd_bus_send(NULL, r, NULL);
+}
+
 /* ---- ActionFinished ---- */
 
 static int send_action_finished(sd_bus *bus, const void *data) {

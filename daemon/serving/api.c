@@ -64,6 +64,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetAction", "t", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(action),
                                  method_get_action, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListActions", "", , "aa{sv}", SD_BUS_PARAM(actions),
+                                 method_list_actions, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Release", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(usec),
                                  "s", SD_BUS_PARAM(result), method_release, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissssa{sv}",

@@ -7,7 +7,8 @@
  * vtable, the Event and ThrottlesChanged signals and their fan-out),
  * api-access.c (the caller's rights, error names, naming a cgroup),
  * api-read.c (read methods), api-history.c (the sample history), api-change.c (methods that change
- * something), api-actions.c (one-shot actions: Reclaim, Writeback, GetAction, ActionFinished).
+ * something), api-actions.c (one-shot actions: Reclaim, Writeback, GetAction, ListActions,
+ * ActionFinished).
  */
 #pragma once
 
@@ -134,6 +135,7 @@ void api_changes_done(Api *a);
 int method_reclaim(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_writeback(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_get_action(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_actions(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 /* An action as a{sv} (docs/control-api.md, GetAction). */
 int api_append_action(sd_bus_message *r, const Action *a);
 /* The waiters' timer, and ActionFinished for every action that finishes. */
