@@ -95,7 +95,9 @@ static int call_v(sd_bus *bus, const char *what, const char *method, sd_bus_mess
                 if (strchr(error.message, '\n'))
                         fprintf(stderr, "mdctl: %s:\n%s\n", what, error.message);
                 else
-                        fprintf(stderr, "mdctl: %s: %s\n", what, error.message);
+                        fprintf(stderr, "mdctl: %s: %s%s\n", what, error.message,
+                                sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD) ?
+                                " (this mdreclaimd is older than mdctl)" : "");
         } else if (r < 0)
                 client_fail(what, r);
         sd_bus_error_free(&error);

@@ -262,31 +262,40 @@ int verb_action(sd_bus *bus, const Args *a) {
 
 const char *const action_columns[] = { ">ID", "KIND", "STATE", "/CGROUP", "2QUEUED", "1RESULT", NULL };
 
-/* What came of it, short: "freed 12.0M of 16.0M", "3 files, dirty 40.0M -> 0B", "failed"; NULL before the end. */
-static const char *result_cell(char buf[static 96], const Value *v) {
+/*
+ * What came of it, short: "freed 12.0M of 16.0M", "3 files, dirty 40.0M -> 0B",
+ * ", budget reached" after either if it stopped there, "failed: WHY"; NULL before the end.
+ */
+static const char *result_cell(char buf[static 160], const Value *v) {
         const char *state = value_get_str(v, "state");
-        const Value *cache_only;
+        const Value *cache_only, *budget;
+        const char *reached;
         char x[32], y[32];
         uint64_t files;
 
-        if (streq_ptr(state, "failed"))
-                return "failed";
+        if (streq_ptr(state, "failed")) {
+                snprintf(buf, 160, "failed: %s", or_dash(value_get_str(v, "error")));
+                return buf;
+        }
         if (!streq_ptr(state, "done"))
                 return NULL;
+        budget = value_get(v, "budget_reached");
+        reached = budget && budget->kind == VALUE_BOOL && budget->b ? ", budget reached" : "";
         if (streq_ptr(value_get_str(v, "kind"), "writeback")) {
                 if (!value_get_u64(v, "files", &files))
                         return NULL;
                 if (cell_size(x, v, "dirty_before") && cell_size(y, v, "dirty_after"))
-                        snprintf(buf, 96, "%" PRIu64 " file%s, dirty %s -> %s", files, files == 1 ? "" : "s", x, y);
+                        snprintf(buf, 160, "%" PRIu64 " file%s, dirty %s -> %s%s", files, files == 1 ? "" : "s", x,
+                                 y, reached);
                 else
-                        snprintf(buf, 96, "%" PRIu64 " file%s", files, files == 1 ? "" : "s");
+                        snprintf(buf, 160, "%" PRIu64 " file%s%s", files, files == 1 ? "" : "s", reached);
                 return buf;
         }
         if (!cell_size(x, v, "bytes_freed") || !cell_size(y, v, "bytes_asked"))
                 return NULL;
         cache_only = value_get(v, "cache_only");
-        snprintf(buf, 96, "freed %s of %s%s", x, y,
-                 cache_only && cache_only->kind == VALUE_BOOL && cache_only->b ? ", cache only" : "");
+        snprintf(buf, 160, "freed %s of %s%s%s", x, y,
+                 cache_only && cache_only->kind == VALUE_BOOL && cache_only->b ? ", cache only" : "", reached);
         return buf;
 }
 
@@ -307,7 +316,7 @@ int verb_actions(sd_bus *bus, const Args *a) {
         table_init(&t, action_columns);
         for (size_t i = 0; r >= 0 && list.kind == VALUE_ARRAY && i < list.n; i++) {
                 const Value *v = &list.items[i];
-                char id[24], queued[32], result[96];
+                char id[24], queued[32], result[160];
                 uint64_t n = 0;
                 const char *cells[] = { id, value_get_str(v, "kind"), value_get_str(v, "state"),
                                         value_get_str(v, "unit") ?: value_get_str(v, "path"),
@@ -320,8 +329,8 @@ int verb_actions(sd_bus *bus, const Args *a) {
         if (r < 0)
                 r = client_fail("cannot build the table", r);
         else if ((r = print_table(&t, a)) >= 0 && a->legend)
-                printf("\n%zu action%s kept by this run of mdreclaimd, the latest. 'mdctl action ID' shows one "
-                       "whole.\n", list.n, list.n == 1 ? "" : "s");
+                printf("\n%zu action%s kept (up to 64). 'mdctl action ID' shows one in full.\n", list.n,
+                       list.n == 1 ? "" : "s");
         table_clear(&t);
         value_clear(&list);
         return r < 0 ? r : 0;

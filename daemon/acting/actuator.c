@@ -1033,16 +1033,18 @@ static void file_write_done(Actuator *a, const Job *job, const PendingJob *p) {
                  * ours). Asked again once the disk is not congested, not at this return. */
                 char want[24], reason[160];
                 uint64_t before = t->applied;
+                bool wrote = job->high_written && job->high_written != t->applied;
 
                 t->swap_deferred = true;
-                if (!job->high_written || job->high_written == t->applied)
-                        return;
-                t->applied = job->high_written;
+                if (wrote)
+                        t->applied = job->high_written;
+                /* Said even when nothing was written: the value asked is not in the file, and this is why. */
                 format_value(p->value, want, sizeof(want));
                 snprintf(reason, sizeof(reason), "about its usage, not %s, while a swap disk is congested: "
                          "its tasks reclaim as they allocate", want);
                 throttle_event(a, "defer-for-swap", unit, t, before, t->applied, reason);
-                (void) persist(a);
+                if (wrote)
+                        (void) persist(a);
                 return;
         } else if (job->result != -ECANCELED && !p->superseded_usec) {
                 t->applied = p->value;
