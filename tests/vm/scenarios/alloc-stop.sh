@@ -2,8 +2,8 @@
 # vm-fs: ext4 btrfs
 # vm-write-bps: 16777216
 # How long mdreclaimd takes to end after SIGTERM while its worker is inside
-# the kernel, and whether every throttle comes back. A cgroup (the operator's memory.high 900M and memory.swap.max 300M)
-# holds 200 MiB of anon and reads 300 MiB of clean cache while dd writes
+# the kernel, and whether every throttle comes back. A cgroup (the
+# operator's memory.high 900M and memory.swap.max 300M) holds 200 MiB of anon and reads 300 MiB of clean cache while dd writes
 # 3000 MiB to the 16 MiB/s disk under DirtyLimit=32M (the write point lowers
 # its memory.high through the worker; the kernel reclaims for it, swapping
 # the anon out to a swap file on the same disk). Then a 2G reclaim is asked
