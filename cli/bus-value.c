@@ -158,6 +158,11 @@ bool value_get_u64(const Value *v, const char *path, uint64_t *ret) {
         return true;
 }
 
+bool value_is_true(const Value *v, const char *path) {
+        v = value_get(v, path);
+        return v && v->kind == VALUE_BOOL && v->b;
+}
+
 bool value_get_i64(const Value *v, const char *path, int64_t *ret) {
         v = value_get(v, path);
         if (!v || (v->kind != VALUE_INT && (v->kind != VALUE_UINT || v->u > INT64_MAX)))

@@ -47,5 +47,7 @@ const Value *value_get(const Value *v, const char *path);
 bool value_get_u64(const Value *v, const char *path, uint64_t *ret);
 bool value_get_i64(const Value *v, const char *path, int64_t *ret);
 const char *value_get_str(const Value *v, const char *path);
+/* Whether the member at a path is a boolean and true (absent, or of another kind: false). */
+bool value_is_true(const Value *v, const char *path);
 
 void value_json(const Value *v, FILE *f);

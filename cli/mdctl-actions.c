@@ -268,7 +268,6 @@ const char *const action_columns[] = { ">ID", "KIND", "STATE", "/CGROUP", "2QUEU
  */
 static const char *result_cell(char buf[static 160], const Value *v) {
         const char *state = value_get_str(v, "state");
-        const Value *cache_only, *budget;
         const char *reached;
         char x[32], y[32];
         uint64_t files;
@@ -279,8 +278,7 @@ static const char *result_cell(char buf[static 160], const Value *v) {
         }
         if (!streq_ptr(state, "done"))
                 return NULL;
-        budget = value_get(v, "budget_reached");
-        reached = budget && budget->kind == VALUE_BOOL && budget->b ? ", budget reached" : "";
+        reached = value_is_true(v, "budget_reached") ? ", budget reached" : "";
         if (streq_ptr(value_get_str(v, "kind"), "writeback")) {
                 if (!value_get_u64(v, "files", &files))
                         return NULL;
@@ -293,9 +291,8 @@ static const char *result_cell(char buf[static 160], const Value *v) {
         }
         if (!cell_size(x, v, "bytes_freed") || !cell_size(y, v, "bytes_asked"))
                 return NULL;
-        cache_only = value_get(v, "cache_only");
-        snprintf(buf, 160, "freed %s of %s%s%s", x, y,
-                 cache_only && cache_only->kind == VALUE_BOOL && cache_only->b ? ", cache only" : "", reached);
+        snprintf(buf, 160, "freed %s of %s%s%s", x, y, value_is_true(v, "cache_only") ? ", cache only" : "",
+                 reached);
         return buf;
 }
 

@@ -16,11 +16,10 @@
 
 static void status_access(const Value *st) {
         uint64_t uid = 0;
-        const Value *admin = value_get(st, "caller_is_admin");
         const char *group = value_get_str(st, "admin_group");
 
         (void) value_get_u64(st, "caller_uid", &uid);
-        if (admin && admin->kind == VALUE_BOOL && admin->b)
+        if (value_is_true(st, "caller_is_admin"))
                 field("Access", "read and change (uid %" PRIu64 ")", uid);
         else
                 field("Access", "read only (uid %" PRIu64 "); changes need root%s%s%s", uid,

@@ -40,7 +40,7 @@ static int policy_list(sd_bus *bus, const Args *a) {
         }
         table_init(&t, headers);
         for (size_t i = 0; r >= 0 && i < list.n; i++) {
-                const Value *p = &list.items[i], *protect = value_get(p, "protect");
+                const Value *p = &list.items[i];
                 char prio[24], count[24], match[512];
                 uint64_t u = 0;
                 const char *cells[7];
@@ -53,7 +53,7 @@ static int policy_list(sd_bus *bus, const Args *a) {
                 cells[0] = value_get_str(p, "name");
                 cells[1] = value_get_str(p, "mode");
                 cells[2] = prio;
-                cells[3] = protect && protect->kind == VALUE_BOOL && protect->b ? "yes" : "no";
+                cells[3] = value_is_true(p, "protect") ? "yes" : "no";
                 cells[4] = count;
                 cells[5] = join_strings(match, sizeof(match), value_get(p, "matches"));
                 cells[6] = value_get_str(p, "file");
@@ -107,9 +107,8 @@ static int policy_show(sd_bus *bus, const Args *a) {
 
 /* What the mode in force means for the cgroups the policy governs. */
 static void print_mode(const Value *outcome) {
-        const Value *dflt = value_get(outcome, "mode_default");
         const char *mode = value_get_str(outcome, "mode");
-        bool is_default = dflt && dflt->kind == VALUE_BOOL && dflt->b;
+        bool is_default = value_is_true(outcome, "mode_default");
 
         if (!mode)
                 return;
