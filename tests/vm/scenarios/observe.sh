@@ -144,7 +144,15 @@ rm -f /tmp/probe-armed
 chrt -f 50 python3 "$MDR_VMDIR/helpers/psi-probe" "$hog/memory.pressure" "$spec" "$probe_secs" /tmp/probe-armed \
     > /tmp/probe.out &
 probe=$!
-wait_for 10 test -e /tmp/probe-armed || fatal "the probe's trigger was not armed"
+# Under TCG on a loaded host python's start alone has taken seconds; a probe
+# that is still not armed after 30 s says where it is before the scenario ends.
+if ! wait_for 30 test -e /tmp/probe-armed; then
+    note "probe (pid $probe): $(tr '\0' ' ' < "/proc/$probe/cmdline" 2> /dev/null)"
+    note "state: $(awk '{ print $3 }' "/proc/$probe/stat" 2> /dev/null), wchan: $(cat "/proc/$probe/wchan" 2> /dev/null)"
+    sed 's/^/       kernel stack: /' "/proc/$probe/stack" 2> /dev/null
+    kill -KILL "$probe" 2> /dev/null
+    fatal "the probe's trigger was not armed within 30 s"
+fi
 sleep 1.5   # both triggers see an idle window before the stall begins
 # (in a subshell whose stderr is dropped: bash would report the KILL below)
 (in_cgroup "$hog" timeout $((probe_secs + 30)) stress-ng --vm 1 --vm-bytes 160M --vm-keep \
