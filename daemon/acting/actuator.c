@@ -379,6 +379,10 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         r = ledger_request(&a->ledger, cg->path, cg->id, &req, current, now_usec(CLOCK_REALTIME), &t);
         if (r < 0)
                 return r;
+        if (q->kind == THROTTLE_IO_WBPS) {
+                t->drain = q->drain;
+                t->drain_since_usec = 0;        /* the cgroup writes again: the point's cap, not a drain */
+        }
         /* Against what the file will hold: a write still queued may bring another value. */
         before = value_ahead(a, t);
         if (throttle_effective(t) == before)
@@ -500,14 +504,104 @@ static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
 }
 
 /*
+ * A writer that ended (no process left, or its unit stopping) leaves a
+ * backlog: dirty pages, and bios held in blk-throttle behind its cap. Lifted
+ * at once, all of it would queue on the device in front of the cgroup the cap
+ * protects; held at the cap, it would crawl, and past the cgroup's removal
+ * nobody could lift it. So the cap rises to the drain rate its point gave
+ * (ThrottleRequest.drain, nine tenths of the device for the write point): the
+ * leftovers are written nearly as fast as the device takes them, and a
+ * cgroup removed meanwhile keeps that rate in the kernel, never a crawl. The
+ * points are told the cap is no longer theirs, and may not set another while
+ * the cgroup is empty or its unit stopping; drain_check() lifts it once the
+ * leftovers are written, or after DRAIN_MAX_USEC.
+ * Returns 1 when the cap began to drain, 2 when it already did, 0 when it has
+ * nothing to drain (no drain rate, no cap): the caller lifts it.
+ */
+#define DRAIN_MAX_USEC (30 * USEC_PER_SEC)
+#define DRAIN_DONE_BYTES (UINT64_C(1) << 20)
+
+static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
+        const char *unit;
+        int err;
+        Cgroup *cg = lookup_why(a, t->cgroup_id, &unit, &err);
+        uint64_t before = value_ahead(a, t);
+        char reason[LEDGER_REASON_MAX];
+        int r;
+
+        if (t->drain_since_usec)
+                return 2;
+        if (t->kind != THROTTLE_IO_WBPS || !t->drain || before == THROTTLE_NONE || before >= t->original || !cg)
+                return 0;
+        throttle_clear_requests(t);
+        t->requested[POINT_WRITE] = MAX(before, t->drain);
+        snprintf(reason, sizeof(reason), "%s: what it left is written at the drain rate, not all at once", why);
+        snprintf(t->reason[POINT_WRITE], sizeof(t->reason[POINT_WRITE]), "%s", reason);
+        snprintf(t->lifts_when[POINT_WRITE], sizeof(t->lifts_when[POINT_WRITE]),
+                 "what it left is written (at most %u s)", (unsigned) (DRAIN_MAX_USEC / USEC_PER_SEC));
+        t->drain_since_usec = now_usec(CLOCK_MONOTONIC);
+        if (a->ops->throttle_dropped)
+                a->ops->throttle_dropped(t, a->userdata);       /* the point's cap no more */
+        if (throttle_effective(t) != before) {
+                r = apply(a, cg, t);
+                if (r < 0) {
+                        log_warning_errno(r, "%s: cannot raise %s to drain: %m", t->path, throttle_file(t->kind));
+                        t->drain_since_usec = 0;
+                        return 0;
+                }
+        }
+        throttle_event(a, "drain-cap", unit, t, before, throttle_effective(t), reason);
+        return 1;
+}
+
+/* Whether a draining cap has done its work: its cgroup's dirty and writeback pages written, or its time up. */
+static bool drain_done(Cgroup *cg, const ThrottleEntry *t, const char **why) {
+        uint64_t left;
+
+        if (now_usec(CLOCK_MONOTONIC) - t->drain_since_usec >= DRAIN_MAX_USEC) {
+                *why = "the drain's time is up";
+                return true;
+        }
+        if (cg_dir_read_dirty(cg->dirfd, &left) < 0) {
+                *why = "what the cgroup left cannot be read";
+                return true;
+        }
+        *why = "what the cgroup left is written";
+        return left < DRAIN_DONE_BYTES;
+}
+
+/* Lifts the io.max caps of one cgroup (0: every one) that it can't drain, drains the others; returns how
+ * many changed. */
+static int drain_or_lift_caps(Actuator *a, uint64_t cgroup_id, const char *unit_name, const char *why) {
+        int n = 0;
+
+        /* Backwards: a removal moves the last entry (already seen) into its place. */
+        for (size_t i = a->ledger.n; i > 0; i--) {
+                ThrottleEntry *t = &a->ledger.entries[i - 1];
+                const char *u = unit_name ? system_unit_of(t->path) : NULL;
+                int r;
+
+                if (t->kind != THROTTLE_IO_WBPS || (cgroup_id && t->cgroup_id != cgroup_id) ||
+                    (unit_name && (!u || !streq(u, unit_name))))
+                        continue;
+                r = drain_cap(a, t, why);
+                if (r == 0)
+                        (void) lift_released(a, t, why);
+                n += r != 2;
+        }
+        return n;
+}
+
+/*
  * No process left in the cgroup: its throttles go before the cgroup does, or
- * they would hold what it left behind (dirty pages under io.max) once nobody
- * can lift them. The io.max cap first (written at once), then memory.high.
+ * they would hold what it left behind once nobody can lift them. The io.max
+ * cap first (written at once; raised to its drain rate where it has one),
+ * then memory.high.
  */
 static int lift_emptied(Actuator *a, uint64_t cgroup_id) {
         const char *why = "the cgroup has no process left";
 
-        return lift_on(a, cgroup_id, THROTTLE_IO_WBPS, why) + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
+        return drain_or_lift_caps(a, cgroup_id, NULL, why) + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
 }
 
 /* Lifts the throttles of one kind on the cgroup of `unit`; returns how many. */
@@ -559,7 +653,7 @@ void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping) {
                 a->stopping[a->n_stopping++] = copy;
         }
         /* The cap first (written at once): it is what holds the leftover dirty pages. */
-        if (lift_unit(a, unit, THROTTLE_IO_WBPS) + lift_unit(a, unit, THROTTLE_MEMORY_HIGH) > 0)
+        if (drain_or_lift_caps(a, 0, unit, "its unit is stopping") + lift_unit(a, unit, THROTTLE_MEMORY_HIGH) > 0)
                 (void) persist(a);
 }
 
@@ -915,6 +1009,16 @@ void actuator_verify(Actuator *a) {
 
                 if (write_in_flight(a, t))
                         continue;
+                /* An ended writer's cap, draining what it left (a removed cgroup's goes below). */
+                if (t->drain_since_usec && cg && !cgroup_gone(cg)) {
+                        const char *why;
+
+                        if (drain_done(cg, t, &why)) {
+                                (void) lift_released(a, t, why);
+                                changed = true;
+                        }
+                        continue;
+                }
                 /* No process left (the watch of cgroup.events missed it, or could not be set). */
                 if (cg && cgroup_populated(cg) == 0) {
                         note_emptied(emptied, &n_emptied, ELEMENTSOF(emptied), t->cgroup_id);

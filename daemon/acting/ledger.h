@@ -59,6 +59,8 @@ typedef struct ThrottleRequest {
         uint32_t major, minor;          /* a device's kind only (throttle_kind_has_device) */
         ThrottlePoint point;
         uint64_t value;                 /* a set only; THROTTLE_NONE: "max" */
+        uint64_t drain;                 /* io.max only: the rate it rises to while an ended writer's
+                                         * leftovers are written (0: lifted at once) */
         const char *reason;
         const char *lifts_when;         /* a set only: the point's condition for lifting it, short */
 } ThrottleRequest;
@@ -99,6 +101,9 @@ typedef struct ThrottleEntry {
         bool original_replaced;         /* loaded with an implausible original, now THROTTLE_NONE */
         bool swap_deferred;             /* not kept on disk: memory.high held at the usage while a swap disk
                                          * is congested; asked again once it is not */
+        uint64_t drain;                 /* not kept on disk: ThrottleRequest's, from the last set */
+        uint64_t drain_since_usec;      /* not kept on disk: CLOCK_MONOTONIC, when the cap began to drain an
+                                         * ended writer's leftovers; 0: it does not */
 } ThrottleEntry;
 
 /* A cgroup an operator released: the points may not throttle it before until_usec. */

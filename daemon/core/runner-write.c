@@ -77,8 +77,8 @@ static ThrottleRequest request_of(const WpAction *a) {
 
         return (ThrottleRequest) { .kind = cap ? THROTTLE_IO_WBPS : THROTTLE_MEMORY_HIGH,
                                    .major = cap ? a->major : 0, .minor = cap ? a->minor : 0,
-                                   .point = POINT_WRITE, .value = a->value, .reason = a->reason,
-                                   .lifts_when = a->lifts_when };
+                                   .point = POINT_WRITE, .value = a->value, .drain = cap ? a->drain : 0,
+                                   .reason = a->reason, .lifts_when = a->lifts_when };
 }
 
 /* A device's queue made shallow or restored (ManageQueueDepth=); a lift is never only observed. */

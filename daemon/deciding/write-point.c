@@ -1104,6 +1104,29 @@ static void note_observed(const WpPlan *plan, WritePointState *state) {
         }
 }
 
+/*
+ * What each cap set this tick rises to when its writer ends (its processes gone,
+ * or its unit stopping): nine tenths of the device's capacity, the most any cap
+ * of the point climbs to without ManageQueueDepth=. A writer's end does not end
+ * its backlog: the dirty pages and the bios held in blk-throttle behind its cap
+ * are still to be written, and lifted at once they would all queue on the
+ * device in front of the cgroup the cap protects (measured: the worst op of a
+ * run came as the writer was killed). Held at the drain rate they are written
+ * nearly as fast as the device can take them, and no faster. 0 where the
+ * capacity is unknown: the cap is lifted then, as before any of this.
+ */
+static void drain_rates(const WpDevice *dev, size_t n_dev, WpPlan *plan) {
+        for (size_t i = 0; i < plan->n; i++) {
+                WpAction *a = &plan->actions[i];
+                const WpDevice *d;
+
+                if (a->kind != WP_SET_CAP)
+                        continue;
+                d = find_device(dev, n_dev, a->major, a->minor);
+                a->drain = d && d->capacity ? d->capacity / 10 * 9 : 0;
+        }
+}
+
 void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const WpSettings *st,
                         uint64_t now, WritePointState *state, WpPlan *plan) {
         Stall stalls[WP_CAPS_MAX];
@@ -1128,6 +1151,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         decide_guard(cg, n, st, state, plan);
         decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);
         decide_queues(cg, n, st, now, state, plan);
+        drain_rates(dev, n_dev, plan);
         note_observed(plan, state);
 }
 

@@ -205,6 +205,8 @@ typedef struct WpAction {
         uint32_t major, minor;
         uint64_t value;
         uint64_t queue_kb;              /* WP_SET_QUEUE: max_sectors_kb */
+        uint64_t drain;                 /* WP_SET_CAP: the rate the cap rises to once the writer is gone
+                                         * or stopping, while what it left is written (0: lifted at once) */
         uint64_t previous;              /* value before, UINT64_MAX: none */
         uint64_t protected_id;
         uint32_t stall_ppm;             /* the protected cgroup's, when it matters */

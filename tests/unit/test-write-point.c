@@ -108,6 +108,8 @@ static void test_first_cap_bounded_by_capacity(void **s) {
         cg[0].io_stall_ppm = 800000;
         decide(1 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        /* Once the writer ends, its cap rises to nine tenths of what the device sustains. */
+        assert_int_equal(must(WP_SET_CAP, 2)->drain, 16 * MIB / 10 * 9);
 }
 
 static void test_steps_wait_for_the_last_one_to_show(void **s) {
@@ -633,6 +635,7 @@ static void test_guard_without_capacity(void **s) {
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, 2 * MIB);
+        assert_int_equal(must(WP_SET_CAP, 2)->drain, 0);       /* no rate known to drain at: lifted */
         assert_null(strstr(must(WP_SET_CAP, 2)->reason, "GuardRate"));
         setup(s);
         st.guard_rate_ppm = 700000;

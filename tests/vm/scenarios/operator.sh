@@ -12,12 +12,14 @@
 #  - beside a protected victim, writers get an io.max cap and a memory.high:
 #    switching a writer's policy to Mode=observe lifts both at once;
 #  - stopping a capped writer's unit with dirty data pending: the daemon lifts
-#    its cap as systemd says the unit is stopping (or, failing that, as the
-#    cgroup empties), before systemd removes the cgroup (a lift-cap event, no
-#    cgroup-gone for a cap, no throttle set after the lift), so the writer's
-#    file deletes and syncs in under 2 s, or at the device's rate what it
-#    already had under writeback (a cap left on the removed cgroup held that
-#    to its rate: 15-40 s).
+#    its cap, or raises it to the drain rate (nine tenths of the disk) where
+#    it knows the disk's rate, as systemd says the unit is stopping (or,
+#    failing that, as the cgroup empties), before systemd removes the cgroup
+#    (a lift-cap or drain-cap event, no cgroup-gone for a cap under the drain
+#    rate, no throttle set after it), so the writer's file deletes and syncs
+#    in under 2 s, or near the device's rate what it already had under
+#    writeback (the guard's cap left on the removed cgroup held that to its
+#    tenth of the disk: 15-40 s).
 # Each 1 s bound is checked twice: on the daemon's event for the write and on
 # the file as the scenario sees it, both from the command's answer.
 # In the suite as vm-operator (67-90 s of guest time). Before lifts went ahead
@@ -272,20 +274,29 @@ systemctl stop --no-block "$c"
 while ! gone "$c" && [ $(( ${EPOCHREALTIME/./} - t_stop )) -lt 20000000 ]; do pause; done
 removed_ms=$(ms_since "$t_stop")
 check "systemd removed its cgroup" gone "$c"
-events_of "$c" lift-cap > /tmp/lift.json
+events_of "$c" lift-cap,drain-cap > /tmp/lift.json
 events_of "$c" cgroup-gone > /tmp/gone.json
 events_of "$c" cap-writes,dirty-budget > /tmp/set.json
 jq -r '.message' /tmp/lift.json
 lift_ms=$(jq -r --argjson t "$t_stop" 'select(.reason | test("its unit is stopping|no process left")) | (.realtime_usec - $t) / 1000 | floor' /tmp/lift.json | head -n 1)
 why=$(jq -r 'select(.reason | test("its unit is stopping|no process left")) | .reason' /tmp/lift.json | head -n 1)
 note "cap lifted ${lift_ms:-never} ms after the stop (${why:-no reason}); the cgroup gone after ${removed_ms} ms"
-check "the daemon lifted the cap as the unit stopped (lift-cap, to max)" \
-    any_of /tmp/lift.json '(.reason | test("its unit is stopping|no process left")) and .after == "max"'
+# Lifted, or raised to the drain rate (nine tenths of the disk as the daemon
+# measured it) where the daemon knows the disk's rate: what the writer left
+# is written nearly at the disk's pace, not all at once beside the victim.
+drain_min=$(( 16777216 * 3 / 4 ))
+check "the daemon lifted the cap as the unit stopped (lift-cap to max, or drain-cap to >= 3/4 of the disk)" \
+    any_of /tmp/lift.json "(.reason | test(\"its unit is stopping|no process left\")) and
+        ((.action == \"lift-cap\" and .after == \"max\") or
+         (.action == \"drain-cap\" and .after != \"max\" and (.after | tonumber) >= $drain_min))"
 # Which word came first (systemd's "deactivating" on the bus, or cgroup.events
 # emptying) is systemd's and the scheduler's choice, not the daemon's: noted above.
 cat /tmp/gone.json
-no_cap_gone() { ! jq -e -s 'any(.[]; .knob == "io.max wbps")' /tmp/gone.json > /dev/null; }
-check "no io.max cap went with the cgroup (no cgroup-gone event for one)" no_cap_gone
+no_cap_gone() {
+    ! jq -e -s "any(.[]; .knob == \"io.max wbps\" and .value != \"max\" and (.value | tonumber) < $drain_min)" \
+        /tmp/gone.json > /dev/null
+}
+check "no io.max cap under the drain rate went with the cgroup (cgroup-gone)" no_cap_gone
 # From the lift on: a step the tick took between the command and systemd's
 # stop is no fault (the daemon could not know yet).
 t_lift=$(jq -r 'select(.reason | test("its unit is stopping|no process left")) | .realtime_usec' /tmp/lift.json | head -n 1)
@@ -295,21 +306,25 @@ check_cmp "no throttle set on it once lifted for the stop (cap-writes, dirty-bud
 # What systemd and the daemon did, in order (the guest's monotonic clock).
 journalctl -b --no-pager -o short-monotonic --since "@$(( t_stop / 1000000 - 1 ))" |
     grep -E "$c|mdreclaimd\[" | grep -v 'io stall over' | head -n 12 | cut -c 1-200
+# A draining cap's record goes at the first tick that finds the cgroup gone.
+none_left() { [ "$(throttles_of "$c")" -eq 0 ]; }
+wait_for 3 none_left
 check_cmp "the ledger has nothing left of it" "$(throttles_of "$c")" -eq 0
 # rm waits for the file's pages already under writeback: those the flusher
-# queued on the device, at the device's rate, once no cap holds them. The
-# bound is 2 s, or 1 s plus what that writeback needs at the disk's 16 MiB/s
-# when the device queue holds more (2.0 s was seen with 123 MiB pending); a
-# cap left behind on the removed cgroup drains it at the cap's rate (15-40 s).
+# queued on the device, at the drain rate (nine tenths of the disk) or the
+# disk's own. The bound is 2 s, or 1 s plus what that writeback needs at
+# three quarters of the disk's 16 MiB/s when the device queue holds more
+# (2.0 s was seen with 123 MiB pending, the cap lifted); the cap at the
+# guard's tenth of the disk, left behind on the removed cgroup, took 15-40 s.
 wb_kib=$(awk '/^Writeback:/ { print $2 }' /proc/meminfo)
-bound_ms=$(( 1000 + wb_kib * 1000 / 16384 ))
+bound_ms=$(( 1000 + wb_kib * 1000 / (16384 * 3 / 4) ))
 [ "$bound_ms" -ge 2000 ] || bound_ms=2000
 t0=${EPOCHREALTIME/./}
 rm -f "$mnt/capped"
 sync -f "$mnt"
 rm_ms=$(ms_since "$t0")
 note "rm + sync -f of its file: ${rm_ms} ms, $(( wb_kib / 1024 )) MiB under writeback on the host before it"
-check_cmp "its file deletes and syncs at the device's rate: in under 2 s, or 1 s plus its writeback at 16 MiB/s (ms)" "$rm_ms" -lt "$bound_ms"
+check_cmp "its file deletes and syncs near the device's rate: in under 2 s, or 1 s plus its writeback at 12 MiB/s (ms)" "$rm_ms" -lt "$bound_ms"
 
 systemctl stop "$v"
 journalctl -u mdreclaimd.service -b --no-pager | grep -iE "system bus|systemd's units" | cut -c 1-200
