@@ -540,16 +540,18 @@ static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
         snprintf(t->lifts_when[POINT_WRITE], sizeof(t->lifts_when[POINT_WRITE]),
                  "what it left is written (at most %u s)", (unsigned) (DRAIN_MAX_USEC / USEC_PER_SEC));
         t->drain_since_usec = now_usec(CLOCK_MONOTONIC);
+        /* Recorded before it is written, as every value of ours: a restart after a crash restores it. */
+        r = persist(a);
+        if (r >= 0 && throttle_effective(t) != before)
+                r = apply(a, cg, t);
+        if (r < 0) {
+                log_warning_errno(r, "%s: cannot raise %s to drain, lifted instead: %m", t->path,
+                                  throttle_file(t->kind));
+                t->drain_since_usec = 0;
+                return 0;       /* the caller lifts it: what is recorded does not matter then */
+        }
         if (a->ops->throttle_dropped)
                 a->ops->throttle_dropped(t, a->userdata);       /* the point's cap no more */
-        if (throttle_effective(t) != before) {
-                r = apply(a, cg, t);
-                if (r < 0) {
-                        log_warning_errno(r, "%s: cannot raise %s to drain: %m", t->path, throttle_file(t->kind));
-                        t->drain_since_usec = 0;
-                        return 0;
-                }
-        }
         throttle_event(a, "drain-cap", unit, t, before, throttle_effective(t), reason);
         return 1;
 }
