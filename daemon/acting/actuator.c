@@ -513,8 +513,8 @@ static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
  * leftovers are written nearly as fast as the device takes them, and a
  * cgroup removed meanwhile keeps that rate in the kernel, never a crawl. The
  * points are told the cap is no longer theirs, and may not set another while
- * the cgroup is empty or its unit stopping; drain_check() lifts it once the
- * leftovers are written, or after DRAIN_MAX_USEC.
+ * the cgroup is empty or its unit stopping; the tick (drain_done) lifts it
+ * once the leftovers are written, or after DRAIN_MAX_USEC.
  * Returns 1 when the cap began to drain, 2 when it already did, 0 when it has
  * nothing to drain (no drain rate, no cap): the caller lifts it.
  */

@@ -16,8 +16,9 @@
 # waiting for in the kernel (docs/reliability.md).
 #
 # As "write-point" (the VM suite) the cases are short and what is asserted is
-# what must hold every time: a cap while the victim stalls, none left after a
-# stop or a crash, no cap when nobody stalls. The side-by-side figures are
+# what must hold every time: a cap while the victim stalls, the drain rate
+# (not a lift) when the writer ends, none left after a stop or a crash, no
+# cap when nobody stalls. The side-by-side figures are
 # printed; under TCG they vary from run to run, so they are a benchmark:
 # "bench-write-point" (the same script) runs longer cases on every --fs given:
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --fs ext4,xfs,btrfs bench-write-point
@@ -169,7 +170,7 @@ daemon_case() {
     fi
     check "$name: a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
     cases="$cases $name"
-    grep -E 'ACTION=(shallow-queue|restore-queue|restore-on-stop|queue-refused|cap-writes|lift-cap)' /tmp/daemon.log |
+    grep -E 'ACTION=(shallow-queue|restore-queue|restore-on-stop|queue-refused|cap-writes|drain-cap|lift-cap)' /tmp/daemon.log |
         head -n 14 | sed 's/ KNOB=.*//; s/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
     grep -c 'ACTION=cap-writes' /tmp/daemon.log | sed 's/^/       cap changes in the case: /'
 }
@@ -272,6 +273,17 @@ if [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ART
     "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs.png" > /dev/null &&
         note "plot of the mdreclaimd case: write-point-$fs.png"
 fi
+# The writer's end (timeout kills dd): its cap rises to the drain rate, nine
+# tenths of the device the daemon learnt above, while what it left is
+# written, and goes once it is; lifted at once, that backlog would all queue
+# in front of the victim (the worst op of a run came there before).
+drained() { grep -q "ACTION=lift-cap.*what the cgroup left is written\|ACTION=lift-cap.*drain's time is up" /tmp/daemon.log; }
+wait_for 35 drained
+grep -E "ACTION=(drain-cap|lift-cap)" /tmp/daemon.log | tail -n 2 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+check "the writer's end raised its cap to the drain rate (drain-cap), not lifted at once" \
+    grep -q "ACTION=drain-cap.*no process left" /tmp/daemon.log
+check "... nor lifted as the cgroup emptied" test -z "$(grep 'ACTION=lift-cap.*no process left' /tmp/daemon.log)"
+check "... and lifted once what it left was written" drained
 stop_daemon TERM
 cp /tmp/daemon.log "/tmp/daemon-$fs.log"
 note "the writer's io.max wbps in the middle of the case: ${capped:-none}"
