@@ -67,19 +67,36 @@ DevStat *devstat_want(DevStatTable *t, uint32_t major, uint32_t minor) {
 
 /*
  * A device shows its capacity only while it is saturated: in flight for most
- * of the tick (io_ticks). Those ticks feed a moving average (an eighth each);
- * the peak of single ticks would take in the bursts a virtual or cached device
- * absorbs (measured under qemu: twice the 16 MiB/s it sustains). A device
- * never seen busy has no estimate (0).
+ * of the tick (io_ticks). What those ticks write, over the time they took, is
+ * summed into windows of DEVSTAT_CAPACITY_WINDOW_USEC, and each window's rate
+ * moves a moving average an eighth of the way (the first sets it); the peak of
+ * single ticks would take in the bursts a virtual or cached device absorbs
+ * (measured under qemu: twice the 16 MiB/s it sustains). A saturated tick
+ * that completed no write counts, as a rate of 0, when writes were waiting at
+ * its end: a device that completes its writes in bursts spends the ticks
+ * between them so (btrfs under qemu), and the windows without those ticks
+ * came to twice the disk's rate. One busy with reads alone says nothing of
+ * writes. A device never seen busy has no estimate (0).
  */
-uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_ppm) {
-        if (busy_ppm < DEVSTAT_BUSY_PPM || rate == 0)
-                return capacity;
-        if (capacity == 0)
-                return rate;
-        if (rate >= capacity)
-                return capacity + (rate - capacity) / 8;
-        return capacity - (capacity - rate) / 8;
+void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint32_t busy_ppm, bool writes_waiting) {
+        uint64_t rate;
+
+        if (busy_ppm < DEVSTAT_BUSY_PPM || span_usec == 0 || (bytes == 0 && !writes_waiting))
+                return;
+        d->window_bytes += bytes;
+        d->window_usec += span_usec;
+        if (d->window_usec < DEVSTAT_CAPACITY_WINDOW_USEC)
+                return;
+        rate = rate_per_sec(d->window_bytes, d->window_usec);
+        d->window_bytes = d->window_usec = 0;
+        if (rate == 0)
+                return;         /* a window of waits alone: a stuck device, not a slow one */
+        if (d->capacity == 0)
+                d->capacity = rate;
+        else if (rate >= d->capacity)
+                d->capacity += (rate - d->capacity) / 8;
+        else
+                d->capacity -= (d->capacity - rate) / 8;
 }
 
 /* The kernel prints the time fields as 32-bit milliseconds: they wrap (a deep queue's write ticks
@@ -132,10 +149,14 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                                 uint64_t span = now_usec - d->sample_usec;
                                 uint64_t busy_usec = ms_delta(f[9], d->io_ticks_ms) * 1000;
 
-                                d->write_rate = rate_per_sec(u64_delta(f[6], d->sectors_written) * 512, span);
+                                uint64_t written = u64_delta(f[6], d->sectors_written) * 512;
+
+                                d->write_rate = rate_per_sec(written, span);
                                 d->busy_ppm = (uint32_t) MIN(busy_usec >= UINT64_MAX / 1000000 ? 1000000 :
                                                              busy_usec * 1000000 / span, UINT64_C(1000000));
-                                d->capacity = devstat_capacity_step(d->capacity, d->write_rate, d->busy_ppm);
+                                devstat_capacity_tick(d, written, span, d->busy_ppm,
+                                                      written == 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM &&
+                                                              writes_in_flight(h, d));
                                 remember(t, d);
                                 /* Fields 5 and 8: writes completed, and the milliseconds they took. */
                                 if (f[4] > d->writes)

@@ -20,6 +20,10 @@
  * writer measures over the line in some ticks, not all (bench-alloc-stop: 0.3-0.8 s waits, ticks
  * under the line between them). */
 #define DEVSTAT_CONGESTED_HOLD_USEC (UINT64_C(5) * 1000 * 1000)
+/* Saturated time summed into one figure of the capacity estimate: a device may complete its writes
+ * in bursts between ticks that complete none (btrfs under qemu: 0 and 55-64 MiB/s in turn on a
+ * 16 MiB/s disk), so a single tick's rate says little. */
+#define DEVSTAT_CAPACITY_WINDOW_USEC (UINT64_C(2) * 1000 * 1000)
 
 typedef struct DevStat {
         uint32_t major, minor;
@@ -34,6 +38,7 @@ typedef struct DevStat {
                                          * requests in flight, and no write completed */
         uint32_t busy_ppm;              /* share of the last tick with io in flight */
         uint64_t capacity;              /* bytes/s, estimate; 0: never seen saturated */
+        uint64_t window_bytes, window_usec;     /* saturated ticks not yet in the estimate */
 } DevStat;
 
 /* A capacity learnt before: kept while nobody names the device, and over a restart (devstat_save). */
@@ -77,5 +82,6 @@ bool devstat_congested(const DevStat *d);
 /* Found congested by a sample less than DEVSTAT_CONGESTED_HOLD_USEC before `now_usec`. */
 bool devstat_congested_lately(const DevStat *d, uint64_t now_usec);
 
-/* One step of the capacity estimate (exposed for tests). */
-uint64_t devstat_capacity_step(uint64_t capacity, uint64_t rate, uint32_t busy_ppm);
+/* One tick of the capacity estimate: `bytes` written in `span_usec`, busy `busy_ppm` of it, and
+ * whether writes were still waiting at its end (exposed for tests). */
+void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint32_t busy_ppm, bool writes_waiting);
