@@ -266,6 +266,8 @@ static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point, con
                 t->requested[point] = saved->requested[point];
                 memcpy(t->reason[point], saved->reason[point], sizeof(t->reason[point]));
                 memcpy(t->lifts_when[point], saved->lifts_when[point], sizeof(t->lifts_when[point]));
+                t->drain = saved->drain;        /* a drain the failed set would have ended goes on */
+                t->drain_since_usec = saved->drain_since_usec;
         } else
                 ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, point);
         if (!throttle_requested(t) && t->applied == t->original && !write_in_flight(a, t))
@@ -531,7 +533,9 @@ static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
 
         if (t->drain_since_usec)
                 return 2;
-        if (t->kind != THROTTLE_IO_WBPS || !t->drain || before == THROTTLE_NONE || before >= t->original || !cg)
+        /* Nothing to hold at a drain rate the cgroup's own value is under: lifted. */
+        if (t->kind != THROTTLE_IO_WBPS || !t->drain || before == THROTTLE_NONE || MAX(before, t->drain) >= t->original ||
+            !cg)
                 return 0;
         throttle_clear_requests(t);
         t->requested[POINT_WRITE] = MAX(before, t->drain);
@@ -559,15 +563,19 @@ static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
 /* Whether a draining cap has done its work: its cgroup's dirty and writeback pages written, or its time up. */
 static bool drain_done(Cgroup *cg, const ThrottleEntry *t, const char **why) {
         uint64_t left;
+        int r;
 
         if (now_usec(CLOCK_MONOTONIC) - t->drain_since_usec >= DRAIN_MAX_USEC) {
                 *why = "the drain's time is up";
                 return true;
         }
-        if (cg_dir_read_dirty(cg->dirfd, &left) < 0) {
-                *why = "what the cgroup left cannot be read";
+        r = cg_dir_read_dirty(cg->dirfd, &left);
+        if (r == -ENOENT) {
+                *why = "its memory.stat does not tell what the cgroup left";
                 return true;
         }
+        if (r < 0)
+                return false;   /* not now (out of fds): the next tick, or the drain's time */
         *why = "what the cgroup left is written";
         return left < DRAIN_DONE_BYTES;
 }
@@ -589,6 +597,9 @@ static int drain_or_lift_caps(Actuator *a, uint64_t cgroup_id, const char *unit_
                 r = drain_cap(a, t, why);
                 if (r == 0)
                         (void) lift_released(a, t, why);
+                /* Begun by its unit's stop: its time counts from now that the writer is gone. */
+                if (r == 2 && cgroup_id)
+                        t->drain_since_usec = now_usec(CLOCK_MONOTONIC);
                 n += r != 2;
         }
         return n;
@@ -602,8 +613,9 @@ static int drain_or_lift_caps(Actuator *a, uint64_t cgroup_id, const char *unit_
  */
 static int lift_emptied(Actuator *a, uint64_t cgroup_id) {
         const char *why = "the cgroup has no process left";
+        int n = drain_or_lift_caps(a, cgroup_id, NULL, why);
 
-        return drain_or_lift_caps(a, cgroup_id, NULL, why) + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
+        return n + lift_on(a, cgroup_id, THROTTLE_MEMORY_HIGH, why);
 }
 
 /* Lifts the throttles of one kind on the cgroup of `unit`; returns how many. */
@@ -626,6 +638,7 @@ static int lift_unit(Actuator *a, const char *unit, ThrottleKind kind) {
 void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping) {
         size_t i = stopping_index(a, unit);
         char *copy;
+        int n;
 
         if (!unit) {
                 for (i = 0; i < a->n_stopping; i++)
@@ -655,7 +668,8 @@ void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping) {
                 a->stopping[a->n_stopping++] = copy;
         }
         /* The cap first (written at once): it is what holds the leftover dirty pages. */
-        if (drain_or_lift_caps(a, 0, unit, "its unit is stopping") + lift_unit(a, unit, THROTTLE_MEMORY_HIGH) > 0)
+        n = drain_or_lift_caps(a, 0, unit, "its unit is stopping");
+        if (n + lift_unit(a, unit, THROTTLE_MEMORY_HIGH) > 0)
                 (void) persist(a);
 }
 
@@ -851,11 +865,13 @@ static void drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
         snprintf(f_knob, sizeof(f_knob), "KNOB=%s", throttle_knob(t->kind));
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, t->major, t->minor);
         snprintf(f_value, sizeof(f_value), "VALUE=%s", v);
-        event_record(a->events, &(LogEvent) { .level = LOG_WARNING, .message_id = MESSAGE_THROTTLE,
-                                              .cgroup = t->path, .unit = unit, .action = "cgroup-gone",
-                                              .fields = fields },
-                     "%s: the cgroup is gone with %s at %s; its throttle record is dropped", t->path,
-                     throttle_describe(t, what, sizeof(what)), v);
+        /* A draining cap's usual end (a stopped unit's cgroup removed): the kernel writes the rest at it. */
+        event_record(a->events, &(LogEvent) { .level = t->drain_since_usec ? LOG_INFO : LOG_WARNING,
+                                              .message_id = MESSAGE_THROTTLE, .cgroup = t->path, .unit = unit,
+                                              .action = "cgroup-gone", .fields = fields },
+                     "%s: the cgroup is gone with %s at %s%s; its throttle record is dropped", t->path,
+                     throttle_describe(t, what, sizeof(what)), v,
+                     t->drain_since_usec ? ", its drain rate: the kernel writes what is left at it" : "");
         drop_entry(a, t);
 }
 
@@ -1011,18 +1027,9 @@ void actuator_verify(Actuator *a) {
 
                 if (write_in_flight(a, t))
                         continue;
-                /* An ended writer's cap, draining what it left (a removed cgroup's goes below). */
-                if (t->drain_since_usec && cg && !cgroup_gone(cg)) {
-                        const char *why;
-
-                        if (drain_done(cg, t, &why)) {
-                                (void) lift_released(a, t, why);
-                                changed = true;
-                        }
-                        continue;
-                }
-                /* No process left (the watch of cgroup.events missed it, or could not be set). */
-                if (cg && cgroup_populated(cg) == 0) {
+                /* No process left (the watch of cgroup.events missed it, or could not be set); a
+                 * draining cap is the emptied cgroup's already. */
+                if (!t->drain_since_usec && cg && cgroup_populated(cg) == 0) {
                         note_emptied(emptied, &n_emptied, ELEMENTSOF(emptied), t->cgroup_id);
                         continue;
                 }
@@ -1036,7 +1043,15 @@ void actuator_verify(Actuator *a) {
                 if (err < 0)
                         continue;       /* not now (out of fds): the next check */
                 if (!ledger_adopt_foreign(t, current)) {
-                        changed |= catch_up(a, cg, t);
+                        const char *why;
+
+                        /* An ended writer's cap, draining what it left: lifted once that is written. */
+                        if (!t->drain_since_usec)
+                                changed |= catch_up(a, cg, t);
+                        else if (drain_done(cg, t, &why)) {
+                                (void) lift_released(a, t, why);
+                                changed = true;
+                        }
                         continue;
                 }
                 throttle_event(a, "foreign-change", unit, t, before, current,
