@@ -341,6 +341,8 @@ static bool refused(Actuator *a, const Cgroup *cg, const ThrottleRequest *q) {
         return true;
 }
 
+static void drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit);
+
 int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest *q) {
         const char *unit;
         int err;
@@ -368,6 +370,12 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         if (q->kind == THROTTLE_MEMORY_HIGH && q->value != THROTTLE_NONE)
                 req.value = q->value / a->page_size * a->page_size;
         t = ledger_find(&a->ledger, cg->path, q->kind, q->major, q->minor);
+        /* Another cgroup at a path the ledger knows (a unit started again before the tick saw its old
+         * cgroup go, a draining cap's the likeliest): the old record is of a cgroup that is gone. */
+        if (t && t->cgroup_id != cg->id) {
+                drop_vanished(a, t, unit);
+                t = NULL;
+        }
         if (t)
                 current = t->applied;
         else {
