@@ -528,7 +528,10 @@ static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
  * Returns 1 when the cap began to drain, 2 when it already did, 0 when it has
  * nothing to drain (no drain rate, no cap): the caller lifts it.
  */
-#define DRAIN_MAX_USEC (30 * USEC_PER_SEC)
+/* The kernel writes dirty pages under the background threshold only once they are
+ * dirty_expire_centisecs old (30 s by default): a writer's last pages may wait that long before
+ * they go, and then all at once. The drain outlasts that by as long again. */
+#define DRAIN_MAX_USEC (60 * USEC_PER_SEC)
 #define DRAIN_DONE_BYTES (UINT64_C(1) << 20)
 
 static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
