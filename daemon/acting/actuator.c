@@ -268,6 +268,7 @@ static void undo_request(Actuator *a, ThrottleEntry *t, ThrottlePoint point, con
                 memcpy(t->lifts_when[point], saved->lifts_when[point], sizeof(t->lifts_when[point]));
                 t->drain = saved->drain;        /* a drain the failed set would have ended goes on */
                 t->drain_since_usec = saved->drain_since_usec;
+                t->drain_emptied = saved->drain_emptied;
         } else
                 ledger_release(&a->ledger, t->path, t->kind, t->major, t->minor, point);
         if (!throttle_requested(t) && t->applied == t->original && !write_in_flight(a, t))
@@ -392,6 +393,7 @@ int actuator_throttle_set(Actuator *a, uint64_t cgroup_id, const ThrottleRequest
         if (q->kind == THROTTLE_IO_WBPS) {
                 t->drain = q->drain;
                 t->drain_since_usec = 0;        /* the cgroup writes again: the point's cap, not a drain */
+                t->drain_emptied = false;
         }
         /* Against what the file will hold: a write still queued may bring another value. */
         before = value_ahead(a, t);
@@ -527,10 +529,12 @@ static int lift_all_on(Actuator *a, uint64_t cgroup_id, const char *why) {
  * once the leftovers are written, or after DRAIN_MAX_USEC.
  * Returns 1 when the cap began to drain, 2 when it already did, 0 when it has
  * nothing to drain (no drain rate, no cap): the caller lifts it.
+ *
+ * DRAIN_MAX_USEC: the kernel writes dirty pages under the background
+ * threshold only once they are dirty_expire_centisecs old (30 s by default),
+ * so a writer's last pages may wait that long and then go all at once; the
+ * drain outlasts that by as long again.
  */
-/* The kernel writes dirty pages under the background threshold only once they are
- * dirty_expire_centisecs old (30 s by default): a writer's last pages may wait that long before
- * they go, and then all at once. The drain outlasts that by as long again. */
 #define DRAIN_MAX_USEC (60 * USEC_PER_SEC)
 #define DRAIN_DONE_BYTES (UINT64_C(1) << 20)
 
@@ -545,8 +549,8 @@ static int drain_cap(Actuator *a, ThrottleEntry *t, const char *why) {
         if (t->drain_since_usec)
                 return 2;
         /* Nothing to hold at a drain rate the cgroup's own value is under: lifted. */
-        if (t->kind != THROTTLE_IO_WBPS || !t->drain || before == THROTTLE_NONE || MAX(before, t->drain) >= t->original ||
-            !cg)
+        if (t->kind != THROTTLE_IO_WBPS || !t->drain || before == THROTTLE_NONE ||
+            MAX(before, t->drain) >= t->original || !cg)
                 return 0;
         throttle_clear_requests(t);
         t->requested[POINT_WRITE] = MAX(before, t->drain);
@@ -608,9 +612,11 @@ static int drain_or_lift_caps(Actuator *a, uint64_t cgroup_id, const char *unit_
                 r = drain_cap(a, t, why);
                 if (r == 0)
                         (void) lift_released(a, t, why);
-                /* Begun by its unit's stop: its time counts from now that the writer is gone. */
-                if (r == 2 && cgroup_id)
+                /* Begun by its unit's stop: its time counts from when the writer is gone, once. */
+                if (r == 2 && cgroup_id && !t->drain_emptied)
                         t->drain_since_usec = now_usec(CLOCK_MONOTONIC);
+                if (r > 0 && cgroup_id)
+                        t->drain_emptied = true;
                 n += r != 2;
         }
         return n;

@@ -104,6 +104,7 @@ typedef struct ThrottleEntry {
         uint64_t drain;                 /* not kept on disk: ThrottleRequest's, from the last set */
         uint64_t drain_since_usec;      /* not kept on disk: CLOCK_MONOTONIC, when the cap began to drain an
                                          * ended writer's leftovers; 0: it does not */
+        bool drain_emptied;             /* not kept on disk: ... and its cgroup was found empty since */
 } ThrottleEntry;
 
 /* A cgroup an operator released: the points may not throttle it before until_usec. */
