@@ -148,23 +148,24 @@ void devstat_sample(HostRoot *h, DevStatTable *t, uint64_t now_usec) {
                         if (d->n_samples > 0 && now_usec > d->sample_usec) {
                                 uint64_t span = now_usec - d->sample_usec;
                                 uint64_t busy_usec = ms_delta(f[9], d->io_ticks_ms) * 1000;
-
                                 uint64_t written = u64_delta(f[6], d->sectors_written) * 512;
+                                bool stuck;
 
                                 d->write_rate = rate_per_sec(written, span);
                                 d->busy_ppm = (uint32_t) MIN(busy_usec >= UINT64_MAX / 1000000 ? 1000000 :
                                                              busy_usec * 1000000 / span, UINT64_C(1000000));
-                                devstat_capacity_tick(d, written, span, d->busy_ppm,
-                                                      written == 0 && d->busy_ppm >= DEVSTAT_BUSY_PPM &&
-                                                              writes_in_flight(h, d));
+                                /* Saturated, nothing written (or no write completed), writes waiting:
+                                 * the inflight file is read once, for both figures below. */
+                                stuck = d->busy_ppm >= DEVSTAT_BUSY_PPM && (written == 0 || f[4] <= d->writes) &&
+                                        writes_in_flight(h, d);
+                                devstat_capacity_tick(d, written, span, d->busy_ppm, written == 0 && stuck);
                                 remember(t, d);
                                 /* Fields 5 and 8: writes completed, and the milliseconds they took. */
                                 if (f[4] > d->writes)
                                         d->write_wait_usec = ms_delta(f[7], d->write_ticks_ms) * 1000 /
                                                              (f[4] - d->writes);
                                 else
-                                        d->write_wait_usec = d->busy_ppm >= DEVSTAT_BUSY_PPM &&
-                                                             writes_in_flight(h, d) ? span : 0;
+                                        d->write_wait_usec = stuck ? span : 0;
                                 if (devstat_congested(d))
                                         d->congested_usec = now_usec;
                         }
