@@ -32,7 +32,9 @@
  *   (PSI "some" time over the requests io.stat counted in the tick; the
  *   whole wait when it completed none) rules instead of its stall share: a
  *   cap over the target is cut in proportion (half at most) every
- *   WP_LATENCY_STEP_USEC, one under three quarters of it raised by a
+ *   WP_LATENCY_STEP_USEC, but within WP_STEP_USEC of the last cut only if
+ *   the latency has grown since (the requests queued before a cut keep the
+ *   latency high until they complete), one under three quarters of it raised by a
  *   twentieth of the device (a tenth under half of it), up to the device's
  *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue),
  *   only while the writer uses three quarters of its cap, and never past an
@@ -130,6 +132,7 @@ typedef struct WpCap {
         uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
         uint64_t knee_wbps;             /* IOLatencyTarget=: the cap the latency last went over at (0: none) */
         uint64_t knee_usec;             /* ... and when it was cut from there */
+        uint64_t cut_latency_usec;      /* IOLatencyTarget=: the latency its last cut answered (0: raised since) */
         bool observed;                  /* decided while its policy only observed: not written */
 } WpCap;
 

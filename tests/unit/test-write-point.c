@@ -740,6 +740,34 @@ static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
         assert_int_equal(state.caps[0].wbps, level / 1000 * 500);
 }
 
+/* Within a second of a cut, the queue it could not touch still drains: a latency as high as the one
+ * the cut answered, or lower, cuts no more; one that has grown does; a second on, a high one does. */
+static void test_latency_holds_while_the_queue_before_a_cut_drains(void **s) {
+        uint64_t level = 16 * MIB * 7 / 10, cut;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(400000, 50);       /* 8 ms */
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        victim_waits(160000, 10);       /* 16 ms: smoothed 12, cut by the lower, 12 ms */
+        decide(1 * SEC + SEC / 2);
+        cut = must(WP_SET_CAP, 2)->value;
+        assert_int_equal(cut, level / 1000 * (10000 * 1000 / 12000));
+        /* Half a second on, 16 ms again: smoothed 14, more than the 12 the cut answered: cut again. */
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14000));
+        cut = state.caps[0].wbps;
+        /* Half a second on, 13 ms: over the target, but under the 14 that cut answered: held. */
+        victim_waits(130000, 10);
+        decide(2 * SEC + SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        assert_int_equal(state.caps[0].wbps, cut);
+        /* A second after the cut: still over, cut. */
+        decide(3 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 13000));
+}
+
 /* Under three quarters of the target the cap goes up, past the guard's level, to the device's capacity;
  * between three quarters and the target it holds. */
 static void test_latency_raises_the_cap_past_the_guard(void **s) {
@@ -1013,6 +1041,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_latency_cuts_the_cap_in_proportion, setup),
                 cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
                 cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
+                cmocka_unit_test_setup(test_latency_holds_while_the_queue_before_a_cut_drains, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
                 cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
                 cmocka_unit_test_setup(test_standing_caps_leave_room_for_writers, setup),
