@@ -286,14 +286,19 @@ typedef struct Stall {
         uint32_t limit_ppm;             /* the victim's, baseline included */
         uint64_t target_usec;           /* the victim's IOLatencyTarget=; 0: its stall share rules */
         uint64_t latency_usec;          /* its io wait per request now, under a target */
+        uint64_t tick_latency_usec;     /* ... as this tick alone measured it */
 } Stall;
 
 /* A protected cgroup's stall on a device, in the terms its policy rules its writers by. */
 static Stall stall_of(const WritePointState *state, const WpCgroup *c, uint32_t major, uint32_t minor) {
-        Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0 };
+        Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0, 0 };
+
+        const WpBaseline *b = baseline_find(state, c->id);
 
         if (s.target_usec && !latency_now(state, c, true, &s.latency_usec))
                 s.latency_usec = 0;
+        else if (s.target_usec && b)
+                s.tick_latency_usec = b->latency_now_usec;
         return s;
 }
 
@@ -450,11 +455,13 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                         return;
                 /* A cut shows once what the device had queued before it has completed:
                  * within a second of the last one the latency stays up while that queue
-                 * drains. A second cut then only if it has grown since; the cuts that came
-                 * every half second on that alone took a writer from 11.6 to 2.9 MiB/s in
-                 * a second (xfs, 16 MiB/s disk). */
-                if (cap->cut_latency_usec && now - cap->stepped_usec < WP_STEP_USEC &&
-                    s->latency_usec <= cap->cut_latency_usec)
+                 * drains. A second cut then only if the tick's own figure has grown since
+                 * the cut's (the smoothed one climbs on towards a flat level); the cuts
+                 * that came every half second on that alone took a writer from 11.6 to
+                 * 2.9 MiB/s in a second (xfs, 16 MiB/s disk). The figures compared are
+                 * the same protected cgroup's. */
+                if (cap->cut_latency_usec && cap->protected_id == s->victim->id &&
+                    now - cap->stepped_usec < WP_STEP_USEC && s->tick_latency_usec <= cap->cut_latency_usec)
                         return;
                 want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
                 if (want >= cap->wbps)
@@ -547,7 +554,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
         cap->stall_at_step = smooth;
-        cap->cut_latency_usec = s->target_usec && !guarded ? s->latency_usec : 0;
+        cap->cut_latency_usec = s->target_usec && !guarded ? s->tick_latency_usec : 0;
 }
 
 /*

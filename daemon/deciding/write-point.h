@@ -132,7 +132,8 @@ typedef struct WpCap {
         uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
         uint64_t knee_wbps;             /* IOLatencyTarget=: the cap the latency last went over at (0: none) */
         uint64_t knee_usec;             /* ... and when it was cut from there */
-        uint64_t cut_latency_usec;      /* IOLatencyTarget=: the latency its last cut answered (0: raised since) */
+        uint64_t cut_latency_usec;      /* IOLatencyTarget=: the tick's latency its last cut answered (0: its last
+                                           step was a raise, a guard's first cap or a cut by stall share) */
         bool observed;                  /* decided while its policy only observed: not written */
 } WpCap;
 

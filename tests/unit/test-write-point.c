@@ -740,32 +740,66 @@ static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
         assert_int_equal(state.caps[0].wbps, level / 1000 * 500);
 }
 
-/* Within a second of a cut, the queue it could not touch still drains: a latency as high as the one
- * the cut answered, or lower, cuts no more; one that has grown does; a second on, a high one does. */
+/* Within a second of a cut, the queue it could not touch still drains: a tick's latency as high as the
+ * one the cut answered, or lower, cuts no more, though the smoothed figure climbs on towards it; a higher
+ * one does. The guard's first cap and a raise are not cuts: the next cut may come half a second on. */
 static void test_latency_holds_while_the_queue_before_a_cut_drains(void **s) {
         uint64_t level = 16 * MIB * 7 / 10, cut;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_latency_target_usec = 10000;
-        victim_waits(400000, 50);       /* 8 ms */
+        victim_waits(160000, 10);       /* 16 ms */
         decide(1 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level);
-        victim_waits(160000, 10);       /* 16 ms: smoothed 12, cut by the lower, 12 ms */
+        /* 16 ms again: the guard's cap was no cut, so half a second on this one comes. */
         decide(1 * SEC + SEC / 2);
         cut = must(WP_SET_CAP, 2)->value;
-        assert_int_equal(cut, level / 1000 * (10000 * 1000 / 12000));
-        /* Half a second on, 16 ms again: smoothed 14, more than the 12 the cut answered: cut again. */
+        assert_int_equal(cut, level / 1000 * (10000 * 1000 / 16000));
+        /* 16 ms again: level with the cut's: held. */
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14000));
-        cut = state.caps[0].wbps;
-        /* Half a second on, 13 ms: over the target, but under the 14 that cut answered: held. */
-        victim_waits(130000, 10);
-        decide(2 * SEC + SEC / 2);
         assert_null(find(WP_SET_CAP, 2));
-        assert_int_equal(state.caps[0].wbps, cut);
-        /* A second after the cut: still over, cut. */
+        /* 20 ms: grown since the cut, cut again by the lower figure (smoothed 18). */
+        victim_waits(200000, 10);
+        decide(2 * SEC + SEC / 2);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 18000));
+        cut = state.caps[0].wbps;
+        /* Down to 1 ms: smoothed 9.5, held; then 5.25, under three quarters of the target: raised. */
+        victim_waits(50000, 50);
         decide(3 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 13000));
+        assert_null(find(WP_SET_CAP, 2));
+        decide(3 * SEC + SEC / 2);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut + MIB);     /* a twentieth of the device, a MiB at least */
+        cut = state.caps[0].wbps;
+        /* 16 ms half a second after the raise: under the 20 of the last cut, but a raise came since. */
+        victim_waits(160000, 10);
+        decide(4 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 10625));
+        cut = state.caps[0].wbps;
+        /* Held while the latency stays at 16 ms, and the smoothed figure climbs on to 13.3; a second
+         * after that cut, still over: cut by the smoothed 14.66 ms. */
+        decide(4 * SEC + SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        decide(5 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14656));
+}
+
+/* The latency a cut answered is its protected cgroup's: another one over its own target, half a second
+ * on, is not held back by a higher figure of the first. */
+static void test_latency_hold_is_for_the_same_protected_cgroup(void **s) {
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(400000, 10);       /* 40 ms */
+        decide(1 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(state.caps[0].protected_id, 1);
+        victim_waits(10000, 50);        /* 0.2 ms: the first is under its target now */
+        cg[2] = (WpCgroup) { .id = 3, .path = "/victim.slice/cache.service", .policy = &victim_policy,
+                             .protect = true, .io_limit_ppm = 100000, .have_io_stall = true,
+                             .io_stall_ppm = 100000, .io_stall_usec = 50000, .io_latency_target_usec = 2000,
+                             .devices = other_dev, .n_devices = 1 };
+        other_dev[0].ios = 10;          /* 5 ms, over its 2 ms */
+        decide(1 * SEC + SEC / 2);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB / 1000 * 500);
+        assert_int_equal(state.caps[0].protected_id, 3);
 }
 
 /* Under three quarters of the target the cap goes up, past the guard's level, to the device's capacity;
@@ -1042,6 +1076,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
                 cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
                 cmocka_unit_test_setup(test_latency_holds_while_the_queue_before_a_cut_drains, setup),
+                cmocka_unit_test_setup(test_latency_hold_is_for_the_same_protected_cgroup, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
                 cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
                 cmocka_unit_test_setup(test_standing_caps_leave_room_for_writers, setup),
