@@ -1,1 +1,436 @@
-write-point.sh
+#!/bin/bash
+# vm-fs: ext4 btrfs
+# vm-write-bps: 16777216
+# The write point on a real kernel, side by side in one run: a bulk writer
+# (dd) beside a victim that makes small synchronous writes, on a disk qemu
+# holds to 16 MiB/s. Cases: the victim alone; kernel alone; a static io.max
+# on the writer at 72 % of the device (as "bench-write-point" also at 50 and
+# 90 %, a queue depth of 4 without a cap, with the 72 % cap, and io.cost with
+# weights, and mdreclaimd with ManageQueueDepth=yes); the
+# writer alone with and without the daemon (it must not be capped when
+# nobody protected is active; the daemon learns the device there); mdreclaimd
+# enforcing with the victim protected; a kill -9 of the daemon while a cap is
+# applied: the next start restores it. Last, on btrfs, SIGTERM while
+# a writer floods the disk and its dirty budget is being enforced: the daemon
+# must exit within 2 s with every throttle restored, whatever its worker is
+# waiting for in the kernel (docs/reliability.md).
+#
+# As "write-point" (the VM suite) the cases are short and what is asserted is
+# what must hold every time: a cap while the victim stalls, the drain rate
+# (not a lift) when the writer ends, none left after a stop or a crash, no
+# cap when nobody stalls, and, on ext4, the short form of issue 15's bar
+# against the static 72 % cap, with margins for the noise (below). The
+# side-by-side figures are printed; under TCG they vary from run to run, so
+# the full comparison is a benchmark:
+# "bench-write-point" (the same script) runs longer cases on every --fs given:
+#   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest --fs ext4,xfs,btrfs bench-write-point
+# MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%),
+# MDR_WP_GLOBAL_GUARD=100% GlobalDirtyGuard= (default 80%; 100%: the host's
+# dirty guard only where the kernel's own throttling starts).
+# The bench also runs the daemon with IOLatencyTarget= (MDR_WP_LATENCY, default
+# 10ms) on the victim, with and without ManageQueueDepth= (cases mdreclaimd-lat
+# and mdreclaimd-lat-qd). MDR_WP_CASES="kernel static-72 mdreclaimd-lat-qd"
+# runs only the cases named (the victim alone, the writer alone and the
+# side-by-side table always; "kill" names the kill -9 test).
+. "$(dirname "$0")/lib.sh"
+need_daemon
+
+victim=$MDR_VMDIR/helpers/victim
+case $MDR_SCENARIO_NAME in
+bench-*) bench=1 secs=24 ;;
+*) bench=0 secs=10 ;;
+esac
+# In the suite, dirty pages expire after 5 s, not 30: the writer's last pages,
+# under the background threshold, are written that much sooner, and the drain
+# of its cap (which lasts until they are) ends within seconds.
+[ "$bench" = 1 ] || echo 500 > /proc/sys/vm/dirty_expire_centisecs
+conf=/tmp/mdr-conf
+state=/tmp/mdr-state
+bps=${MDR_WRITE_BPS:-16777216}
+
+vcg=$(new_cgroup mdr-victim) || fatal "cannot create the victim's cgroup"
+wcg=$(new_cgroup mdr-writer) || fatal "cannot create the writer's cgroup"
+check "io.max exists for the writer" test -e "$wcg/io.max"
+
+mkdir -p "$conf/etc/mdreclaim/policies.d" "$state"
+cat > "$conf/etc/mdreclaim/mdreclaimd.conf" <<EOT
+[Daemon]
+Interval=500ms
+RescanInterval=2s
+[WritePoint]
+IOPressureLimit=${MDR_WP_LIMIT:-10%}
+CapHoldTime=5s
+GlobalDirtyGuard=${MDR_WP_GLOBAL_GUARD:-80%}
+ManageQueueDepth=no
+IOLatencyTarget=off
+EOT
+printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
+    > "$conf/etc/mdreclaim/policies.d/victim.conf"
+printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\n' \
+    > "$conf/etc/mdreclaim/policies.d/writer.conf"
+
+sectors_written() { awk '{ print $7 }' "/sys/dev/block/$devno/stat"; }
+wbps_now() { awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' "$wcg/io.max"; }
+settle() { sync; echo 3 > /proc/sys/vm/drop_caches; rm -f "$mnt"/bulk; sync; }
+
+daemon_pid=
+start_daemon() {
+    "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
+        --log-level info 2>> /tmp/daemon.log &
+    daemon_pid=$!
+    sleep 2
+}
+stop_daemon() { # SIGNAL
+    kill "-$1" "$daemon_pid" 2>/dev/null
+    wait "$daemon_pid" 2>/dev/null
+    daemon_pid=
+}
+
+# start_contention SECS LABEL: the writer and the victim in the background for
+# at most SECS, until end_contention kills them.
+start_contention() {
+    in_cgroup "$wcg" timeout "$1" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+    bg_writer=$!
+    in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$1" "victim ($2)" > /dev/null &
+    bg_victim=$!
+}
+end_contention() {
+    local pid
+    for pid in $(cat "$wcg/cgroup.procs" "$vcg/cgroup.procs"); do kill -KILL "$pid" 2>/dev/null; done
+    wait "$bg_writer" "$bg_victim" 2>/dev/null
+}
+
+# run_case NAME: the victim beside the writer for $secs; prints the victim's
+# line and records the writer's completed MiB/s. The victim runs first, as a
+# service that is there before a writer comes: the writer starts a second into
+# it. Its first second counts in the victim's ops and p99; its worst op is
+# the worst from the writer's start on (issue 15: "counting from the first
+# second the writer starts"), a worse one before it printed beside.
+run_case() {
+    local name=$1 s0 s1 t0 vpid
+    settle
+    in_cgroup "$vcg" env VICTIM_FROM=1 python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" \
+        > "/tmp/case-$name" &
+    vpid=$!
+    sleep 1
+    s0=$(sectors_written)
+    t0=$(now)
+    in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+    writer=$!
+    # The writer's cap halfway through, as the file says.
+    (sleep $((secs / 2)); wbps_now > "/tmp/wbps-mid-$name") &
+    wait "$vpid"
+    cat "/tmp/case-$name"
+    wait "$writer"
+    s1=$(sectors_written)
+    awk -v a="$s0" -v b="$s1" -v t="$(since "$t0")" 'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' \
+        > "/tmp/wrate-$name"
+    note "$name: writer completed $(cat "/tmp/wrate-$name") MiB/s on the device"
+}
+
+# writer_alone NAME: the writer alone for $secs, completed MiB/s
+writer_alone() {
+    local s0 t0
+    settle
+    s0=$(sectors_written)
+    t0=$(now)
+    in_cgroup "$wcg" timeout "$secs" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none
+    awk -v a="$s0" -v b="$(sectors_written)" -v t="$(since "$t0")" \
+        'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' > "/tmp/wrate-$1"
+    note "$1: writer alone completed $(cat "/tmp/wrate-$1") MiB/s"
+}
+
+# want CASE: whether the bench runs CASE (MDR_WP_CASES, default every case).
+want() { [ -z "${MDR_WP_CASES:-}" ] || [[ " ${MDR_WP_CASES//,/ } " == *" $1 "* ]]; }
+
+# daemon_case NAME QUEUE LATENCY: the mdreclaimd case again with
+# ManageQueueDepth=QUEUE (yes: the device's queue shallow while the victim is
+# active, its exact values back after the stop) and IOLatencyTarget=LATENCY.
+daemon_case() {
+    local name=$1 qd=$2 lat=$3 q=/sys/block/${dev#/dev/}/queue nr ms sampler
+    nr=$(cat "$q/nr_requests") ms=$(cat "$q/max_sectors_kb")
+    echo "== mdreclaimd enforcing, victim protected, ManageQueueDepth=$qd, IOLatencyTarget=$lat (queue: nr_requests $nr, max_sectors_kb $ms)"
+    sed -i "s/^ManageQueueDepth=.*/ManageQueueDepth=$qd/; s/^IOLatencyTarget=.*/IOLatencyTarget=$lat/" \
+        "$conf/etc/mdreclaim/mdreclaimd.conf"
+    cp /tmp/devices-learnt "$state/devices" 2>/dev/null
+    note "device capacities the daemon starts from: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
+    : > /tmp/daemon.log
+    start_daemon
+    in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
+    (sleep $((secs / 2)); echo "$(cat "$q/nr_requests") $(cat "$q/max_sectors_kb")" > /tmp/qd-mid) &
+    sampler=$!
+    run_case "$name"
+    wait "$sampler"
+    if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] && command -v gnuplot > /dev/null; then
+        "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs-${name#mdreclaimd-}.png" > /dev/null &&
+            note "plot of the $name case: write-point-$fs-${name#mdreclaimd-}.png"
+    fi
+    stop_daemon TERM
+    sed -i 's/^ManageQueueDepth=.*/ManageQueueDepth=no/; s/^IOLatencyTarget=.*/IOLatencyTarget=off/' \
+        "$conf/etc/mdreclaim/mdreclaimd.conf"
+    cp /tmp/daemon.log "/tmp/daemon-$fs-$name.log"
+    if [ "$qd" = yes ]; then
+        check "$name: the queue was shallow in the middle of the case" test "$(cat /tmp/qd-mid)" = "4 128"
+        check "$name: a clean stop put nr_requests back ($nr)" test "$(cat "$q/nr_requests")" = "$nr"
+        check "$name: ... and max_sectors_kb ($ms)" test "$(cat "$q/max_sectors_kb")" = "$ms"
+    fi
+    check "$name: a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+    cases="$cases $name"
+    grep -E 'ACTION=(shallow-queue|restore-queue|restore-on-stop|queue-refused|cap-writes|drain-cap|lift-cap)' /tmp/daemon.log |
+        head -n 14 | sed 's/ KNOB=.*//; s/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+    grep -c 'ACTION=cap-writes' /tmp/daemon.log | sed 's/^/       cap changes in the case: /'
+}
+
+one_fs() {
+fs=$1
+mnt=/mnt/$fs
+dev=$(findmnt -no SOURCE "$mnt")
+devno=$(cat "/sys/class/block/${dev#/dev/}/dev")
+echo "==== $fs ($dev, $devno)"
+echo "== victim alone"
+settle
+in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' alone)" | tee /tmp/case-alone
+
+# The kernel alone is what the writer's rate is judged against: always run.
+echo "== kernel alone"
+run_case kernel
+cases="kernel"
+
+if [ "$bench" = 0 ] || want static-72; then
+    echo "== static io.max on the writer, 72 % of the device"
+    echo "$devno wbps=$((bps * 72 / 100))" > "$wcg/io.max"
+    run_case static-72
+    echo "$devno wbps=max" > "$wcg/io.max"
+    cases="$cases static-72"
+fi
+if [ "$bench" = 1 ]; then
+    # The static sweep the daemon is measured against: caps by hand at about
+    # half and nine tenths of the device, and a shallow device queue alone.
+    for pct in 50 90; do
+        want "static-$pct" || continue
+        echo "== static io.max on the writer, $pct % of the device"
+        echo "$devno wbps=$((bps * pct / 100))" > "$wcg/io.max"
+        run_case "static-$pct"
+        echo "$devno wbps=max" > "$wcg/io.max"
+        cases="$cases static-$pct"
+    done
+    q=/sys/block/${dev#/dev/}/queue
+    nr=$(cat "$q/nr_requests") ms=$(cat "$q/max_sectors_kb")
+    if want qd4; then
+        echo "== queue depth 4 (nr_requests=4, max_sectors_kb=128), no cap"
+        echo 4 > "$q/nr_requests" && echo 128 > "$q/max_sectors_kb"
+        run_case qd4
+        cases="$cases qd4"
+    fi
+    if want static-72-qd4; then
+        echo "== queue depth 4 and io.max at 72 % of the device (the best pair measured by hand, issue 15)"
+        echo 4 > "$q/nr_requests" && echo 128 > "$q/max_sectors_kb"
+        echo "$devno wbps=$((bps * 72 / 100))" > "$wcg/io.max"
+        run_case static-72-qd4
+        echo "$devno wbps=max" > "$wcg/io.max"
+        cases="$cases static-72-qd4"
+    fi
+    echo "$nr" > "$q/nr_requests"; echo "$ms" > "$q/max_sectors_kb"
+    # The kernel's own proportional controller, as an operator could set it:
+    # io.cost with a 50 ms write latency target at the 95th percentile, the
+    # victim weighted 100 times the writer.
+    if [ -e /sys/fs/cgroup/io.cost.qos ] && want iocost; then
+        echo "== io.cost: wlat 50 ms (p95), victim weight 1000, writer weight 10"
+        echo "$devno enable=1 ctrl=user rpct=95 rlat=50000 wpct=95 wlat=50000 min=10 max=100" > /sys/fs/cgroup/io.cost.qos
+        echo "default 1000" > "$vcg/io.weight"; echo "default 10" > "$wcg/io.weight"
+        run_case iocost
+        echo "$devno enable=0" > /sys/fs/cgroup/io.cost.qos
+        echo "default 100" > "$vcg/io.weight"; echo "default 100" > "$wcg/io.weight"
+        cases="$cases iocost"
+    fi
+fi
+
+# First the writer alone, with and without the daemon: the daemon learns the
+# device's capacity there (saved in its state directory, as a daemon that has
+# run on the host before would know it).
+echo "== the writer alone: kernel, then mdreclaimd (nobody protected stalls)"
+writer_alone writer-kernel
+rm -f "$state/devices"
+start_daemon
+writer_alone writer-mdreclaimd
+stop_daemon TERM
+note "device capacities the daemon learnt: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
+# Kept, so that each daemon case starts from what the writer alone taught it, not from what the
+# case before it left (a capped writer on a device busy with the victim's syncs pulls it down).
+cp "$state/devices" /tmp/devices-learnt 2>/dev/null
+
+if [ "$bench" = 0 ] || want mdreclaimd; then
+echo "== mdreclaimd enforcing, victim protected"
+: > /tmp/daemon.log
+start_daemon
+# The daemon runs before the writer comes, as a service would: it sees what
+# the victim stalls on its own (its baseline) before anyone contends.
+in_cgroup "$vcg" python3 "$victim" "$mnt/victim" 6 "victim, daemon up" > /dev/null
+# The guard caps a writer's cgroup once the victim is active, before it writes:
+# what must hold is a cap on the writer while both run, seen in the file.
+run_case mdreclaimd
+cases="$cases mdreclaimd"
+capped=$(cat /tmp/wbps-mid-mdreclaimd)
+# The bench's picture of the case: the victim's stall, the writer's dirty data
+# and writes, and the cap, from the daemon's own history (vmtest keeps it
+# where MDRECLAIM_VM_ARTIFACTS says).
+if [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] &&
+        command -v gnuplot > /dev/null; then
+    "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs.png" > /dev/null &&
+        note "plot of the mdreclaimd case: write-point-$fs.png"
+fi
+# The writer's end (timeout kills dd): its cap rises to the drain rate, nine
+# tenths of the device the daemon learnt above, while what it left is
+# written, and goes once it is; lifted at once, that backlog would all queue
+# in front of the victim (the worst op of a run came there before).
+drained() { grep -q "ACTION=lift-cap.*what the cgroup left is written\|ACTION=lift-cap.*drain's time is up" /tmp/daemon.log; }
+wait_for 70 drained
+grep -E "ACTION=(drain-cap|lift-cap)" /tmp/daemon.log | tail -n 2 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+check "the writer's end raised its cap to the drain rate (drain-cap), not lifted at once" \
+    grep -q "ACTION=drain-cap.*no process left" /tmp/daemon.log
+check "... nor lifted as the cgroup emptied" test -z "$(grep 'ACTION=lift-cap.*no process left' /tmp/daemon.log)"
+check "... and lifted once what it left was written" drained
+[ "$bench" = 1 ] || check "... not at the drain's time limit" \
+    test -z "$(grep "ACTION=lift-cap.*drain's time is up" /tmp/daemon.log)"
+stop_daemon TERM
+cp /tmp/daemon.log "/tmp/daemon-$fs.log"
+note "the writer's io.max wbps in the middle of the case: ${capped:-none}"
+check "a cap held the writer in the middle of the case" test -n "$capped" -a "$capped" != max
+check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+fi
+if [ "$bench" = 1 ]; then
+    want mdreclaimd-qd && daemon_case mdreclaimd-qd yes off
+    want mdreclaimd-lat && daemon_case mdreclaimd-lat no "${MDR_WP_LATENCY:-10ms}"
+    want mdreclaimd-lat-qd && daemon_case mdreclaimd-lat-qd yes "${MDR_WP_LATENCY:-10ms}"
+fi
+
+if [ "$bench" = 0 ] || want kill; then
+echo "== kill -9 while a cap is applied, then start again"
+: > /tmp/daemon.log
+start_daemon
+start_contention 30 "kill test"
+for _ in $(seq 120); do [ -n "$(wbps_now)" ] && [ "$(wbps_now)" != max ] && break; sleep 0.25; done
+cap=$(wbps_now)
+check "a cap was in place before the kill" test -n "$cap" -a "$cap" != max
+stop_daemon KILL
+left=$(wbps_now)
+check "a cap outlived the killed daemon" test -n "$left" -a "$left" != max
+check "the ledger recorded it" grep -q mdr-writer "$state/throttles"
+end_contention
+start_daemon
+check "the next start restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+# A kill may come while the worker steps memory.high down: the step in the file is ours too.
+check "... and its memory.high" test "$(cat "$wcg/memory.high")" = max
+check "... and said so" grep -q 'restore-after-restart\|left by a previous run' /tmp/daemon.log
+stop_daemon TERM
+fi
+
+echo
+echo "== results (isolation = victim ops / alone; latency = p99 / alone p99; conservation = writer MiB/s / kernel alone)"
+ops() { sed -n 's/.*: \([0-9]*\) ops in.*/\1/p' "/tmp/case-$1"; }
+p99() { sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' "/tmp/case-$1"; }
+worst() { sed -n 's/.*worst \([0-9.]*\) ms.*/\1/p' "/tmp/case-$1"; }
+printf '%-18s %9s %10s %10s %12s %14s\n' case "victim ops" isolation "p99 x" "worst ms" "writer MiB/s"
+for c in $cases; do
+    awk -v c="$c" -v o="$(ops "$c")" -v a="$(ops alone)" -v p="$(p99 "$c")" -v pa="$(p99 alone)" \
+        -v w="$(worst "$c")" -v r="$(cat "/tmp/wrate-$c")" -v rk="$(cat /tmp/wrate-kernel)" 'BEGIN {
+        printf "%-18s %9d %9.0f%% %10.1f %12.0f %9.2f (%3.0f%%)\n", c, o, 100 * o / a, p / pa, w, r, 100 * r / rk }'
+done
+# Issue 15's bar for each daemon case against the static 72 % cap: isolation at
+# least as high, p99 and worst op no higher, the writer at 90 % of the cap's rate.
+if [[ " $cases " == *" static-72 "* ]]; then
+    for c in $cases; do
+        [[ $c == mdreclaimd* ]] || continue
+        awk -v c="$c" -v o="$(ops "$c")" -v os="$(ops static-72)" -v p="$(p99 "$c")" -v ps="$(p99 static-72)" \
+            -v w="$(worst "$c")" -v ws="$(worst static-72)" -v r="$(cat "/tmp/wrate-$c")" \
+            -v rs="$(cat /tmp/wrate-static-72)" 'BEGIN {
+            miss = ""
+            if (o < os) miss = miss " isolation"
+            if (p > ps) miss = miss " p99"
+            if (w > ws) miss = miss " worst"
+            if (r < 0.9 * rs) miss = miss " writer"
+            printf "%-18s vs static-72: ops %d vs %d, p99 %.1f vs %.1f ms, worst %.0f vs %.0f ms, writer %.0f%% of the cap'"'"'s: %s\n",
+                c, o, os, p, ps, w, ws, 100 * r / rs, miss == "" ? "dominates" : "misses" miss }'
+    done
+fi
+awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" 'BEGIN {
+    printf "writer alone: kernel %.2f MiB/s, with mdreclaimd %.2f MiB/s (%.0f%%)\n", a, b, 100 * b / a }'
+# The suite's short form of issue 15's bar, on ext4: the default mode against
+# the static 72 % cap in the same boot. Each axis has the margin of the run-to-
+# run noise seen where it held (p99 within 1 ms, worst op within a tenth, the
+# writer at 85 % of the cap's where the bench's medians hold 90 %). The
+# suite's four clean-clone runs before this check (ci19-ci24) and the bench's
+# three ext4 runs of 2026-12-05 held it; the two runs before those (ci17,
+# ci18, older code) missed it on the worst op (1.7 and 1.2x the cap's).
+if [ "$bench" = 0 ] && [ "$fs" = ext4 ] && [[ " $cases " == *" static-72 "* ]] && [[ " $cases " == *" mdreclaimd "* ]]; then
+    tenths() { awk -v x="$1" 'BEGIN { printf "%d", x * 10 }'; }
+    check_cmp "short form, ext4: the victim's ops with mdreclaimd at least the static 72 % cap's" \
+        "$(ops mdreclaimd)" -ge "$(ops static-72)"
+    check_cmp "short form: its p99 no more than the cap's plus 1 ms (tenths of ms)" \
+        "$(tenths "$(p99 mdreclaimd)")" -le "$(( $(tenths "$(p99 static-72)") + 10 ))"
+    check_cmp "short form: its worst op no more than the cap's plus a tenth (tenths of ms)" \
+        "$(tenths "$(worst mdreclaimd)")" -le "$(( $(tenths "$(worst static-72)") * 11 / 10 ))"
+    check_cmp "short form: the writer at 85 % of its rate under the cap or more (percent)" \
+        "$(awk -v r="$(cat /tmp/wrate-mdreclaimd)" -v rs="$(cat /tmp/wrate-static-72)" 'BEGIN { printf "%d", 100 * r / rs }')" -ge 85
+fi
+
+check_cmp "the writer alone keeps at least 85 % of its rate with the daemon (percent)" \
+    "$(awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" 'BEGIN { printf "%d", 100 * b / a }')" -ge 85
+if [ -e "/tmp/daemon-$fs.log" ]; then
+    echo "== what the daemon did in the mdreclaimd case (first 14 cap events)"
+    grep -E 'ACTION=(cap-writes|lift-cap)' "/tmp/daemon-$fs.log" | head -n 14 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+fi
+grep -E 'cap-writes|lift-cap|restore' /tmp/daemon.log | tail -n 2 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon (last daemon run): /'
+rm -f "/tmp/daemon-$fs.log"
+rm -f "$mnt"/bulk "$mnt"/victim
+}
+
+# stop_under_writeback FS: SIGTERM while a writer floods FS beyond its dirty
+# budget (memory.high, written by the worker, reclaims in the worker's own
+# context and waits on writeback) and the victim stalls (io.max caps); twice.
+throttled() { [ "$(cat "$wcg/memory.high")" != max ] || grep -q wbps= "$wcg/io.max"; }
+stop_under_writeback() {
+    local fs=$1 mnt=/mnt/$1 round t0 took high wmax rc
+    echo "==== stop within 2 s under writeback on $fs"
+    printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\nDirtyLimit=32M\n' \
+        > "$conf/etc/mdreclaim/policies.d/writer.conf"
+    for round in 1 2; do
+        : > /tmp/daemon.log
+        start_daemon
+        start_contention 40 "stop test"
+        # A throttle in force, then a moment for the worker to be inside it.
+        wait_for 30 throttled
+        high=$(cat "$wcg/memory.high")
+        note "$fs round $round: before the stop memory.high $high, io.max '$(cat "$wcg/io.max")', dirty $(mib "$(memstat "$wcg" file_dirty)") MiB, writeback $(mib "$(memstat "$wcg" file_writeback)") MiB"
+        check "$fs round $round: a throttle was in force before the stop" throttled
+        sleep 1.5
+        t0=$(date +%s%N)
+        kill -TERM "$daemon_pid"
+        rc=0
+        wait "$daemon_pid" || rc=$?
+        took=$(( ($(date +%s%N) - t0) / 1000000 ))
+        daemon_pid=
+        note "$fs round $round: the daemon exited ${took} ms after SIGTERM"
+        check_cmp "$fs round $round: exit within 2 s of SIGTERM under writeback (ms)" "$took" -le 2000
+        check_cmp "$fs round $round: exit status" "$rc" -eq 0
+        check "$fs round $round: memory.high restored" test "$(cat "$wcg/memory.high")" = max
+        wmax=$(wbps_now)
+        check "$fs round $round: io.max restored" test "$wmax" = "" -o "$wmax" = max
+        end_contention
+        rm -f "$mnt/bulk" "$mnt/victim"
+        sync
+    done
+    grep -E 'stop|restor|abandon' /tmp/daemon.log | tail -n 4 | sed 's/ CGROUP=.*//; s/^<[0-9]>/       daemon: /'
+}
+
+for f in $MDR_FS; do
+    one_fs "$f"
+    [ "$bench" = 1 ] || break
+done
+case " $MDR_FS " in
+*" btrfs "*)
+    mnt=/mnt/btrfs
+    devno=$(cat "/sys/class/block/$(basename "$(findmnt -no SOURCE "$mnt")")/dev")
+    stop_under_writeback btrfs ;;
+esac
+finish
