@@ -88,6 +88,9 @@ EOJ
         sleep 2
     fi
     sr0=$(meminfo_kib SReclaimable) c0=$(meminfo_kib Cached) p0=$(psi_some "$by/memory.pressure")
+    # The bystander's refaults: pages it reads back that were evicted while in
+    # its working set ("restore": those count as a memory stall while waited for).
+    local rf0 rs0; rf0=$(memstat "$by" workingset_refault_file) rs0=$(memstat "$by" workingset_restore_file)
     local sp0; sp0=$(psi_some "$cg/memory.pressure")
     : > /tmp/walks
     rm -f /tmp/storm.done
@@ -113,7 +116,8 @@ EOJ
     echo "RESULT fs=$fs run=$kind rate=$(echo "$out" | sed 's/.*(\([0-9]*\)\/s)/\1/') cap_mib=$cap_mib $(half2_band /tmp/samples "$cap_mib")"
     echo "RESULT fs=$fs run=$kind by_walks=$(wc -l < /tmp/walks) by_walk_mean_s=$(
         awk '{ s += $1; if ($1 > w) w = $1 } END { printf "%.2f by_walk_worst_s=%.2f", NR ? s / NR : 0, w }' /tmp/walks
-        ) by_memory_some_ms=$(( ($(psi_some "$by/memory.pressure") - p0) / 1000 ))"
+        ) by_memory_some_ms=$(( ($(psi_some "$by/memory.pressure") - p0) / 1000 )) by_refault_file=$((
+        $(memstat "$by" workingset_refault_file) - rf0 )) by_restore_file=$(( $(memstat "$by" workingset_restore_file) - rs0 ))"
     echo "RESULT fs=$fs run=$kind cg_slab_reclaimable_mib=$(mib "$(memstat "$cg" slab_reclaimable)") cg_slab_unreclaimable_mib=$(mib "$(memstat "$cg" slab_unreclaimable)") cg_file_mib=$(mib "$(memstat "$cg" file)") host_sreclaimable_delta_mib=$(( ($(meminfo_kib SReclaimable) - sr0) / 1024 )) host_cached_delta_mib=$(( ($(meminfo_kib Cached) - c0) / 1024 ))"
     echo "RESULT fs=$fs run=$kind storm_memory_some_ms=$(( ($(psi_some "$cg/memory.pressure") - sp0) / 1000 )) memory_high_at_end=$(cat "$cg/memory.high")"
     if [ "$kind" = senpai ]; then
