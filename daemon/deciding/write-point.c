@@ -292,7 +292,6 @@ typedef struct Stall {
 /* A protected cgroup's stall on a device, in the terms its policy rules its writers by. */
 static Stall stall_of(const WritePointState *state, const WpCgroup *c, uint32_t major, uint32_t minor) {
         Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0, 0 };
-
         const WpBaseline *b = baseline_find(state, c->id);
 
         if (s.target_usec && !latency_now(state, c, true, &s.latency_usec))
