@@ -783,6 +783,23 @@ static void test_latency_holds_while_the_queue_before_a_cut_drains(void **s) {
         assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14656));
 }
 
+/* The figure held against is the tick's own: a tick that rises past the cut's counts as grown even
+ * while the smoothed figure, which the cut's size comes from, is still level with it. */
+static void test_latency_hold_compares_the_tick_not_the_smoothed_figure(void **s) {
+        uint64_t cut;
+
+        st.guard_rate_ppm = 700000;
+        cg[0].io_latency_target_usec = 10000;
+        victim_waits(400000, 50);       /* 8 ms: the guard's cap */
+        decide(1 * SEC);
+        victim_waits(160000, 10);       /* 16 ms, smoothed 12: cut, the tick's 16 recorded */
+        decide(1 * SEC + SEC / 2);
+        cut = must(WP_SET_CAP, 2)->value;
+        victim_waits(200000, 10);       /* 20 ms, smoothed 16: the lower, 16, is level with the cut's */
+        decide(2 * SEC);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 16000));
+}
+
 /* The latency a cut answered is its protected cgroup's: another one over its own target, half a second
  * on, is not held back by a higher figure of the first. */
 static void test_latency_hold_is_for_the_same_protected_cgroup(void **s) {
@@ -1077,6 +1094,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
                 cmocka_unit_test_setup(test_latency_holds_while_the_queue_before_a_cut_drains, setup),
                 cmocka_unit_test_setup(test_latency_hold_is_for_the_same_protected_cgroup, setup),
+                cmocka_unit_test_setup(test_latency_hold_compares_the_tick_not_the_smoothed_figure, setup),
                 cmocka_unit_test_setup(test_latency_of_a_request_that_completes_nothing, setup),
                 cmocka_unit_test_setup(test_latency_without_a_sample_holds, setup),
                 cmocka_unit_test_setup(test_standing_caps_leave_room_for_writers, setup),
