@@ -363,8 +363,9 @@ awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdrecla
 # each axis has a margin for that noise: ops at least 85 % of the cap's, p99
 # at most a quarter over it plus 1 ms, the worst op at most a quarter over
 # it, the writer at 80 % of its rate under the cap. A daemon that caps late
-# or not at all fails it by far (the kernel alone, in the bench: a tenth of the cap's ops,
-# a worst op of 6-8 s), and one that caps too hard fails the writer's line.
+# or not at all fails it by far (the kernel alone, in the bench: a tenth of
+# the cap's ops, a worst op of 6-8 s), and one that caps too hard fails the
+# writer's line.
 if [ "$bench" = 0 ] && [ "$fs" = ext4 ] && [[ " $cases " == *" static-72 "* ]] && [[ " $cases " == *" mdreclaimd "* ]]; then
     # scaled A N D: A * N / D as an integer ("" when A is not a number: the check then fails)
     scaled() { awk -v x="$1" -v n="$2" -v d="$3" 'BEGIN { if (x ~ /^[0-9]+(\.[0-9]+)?$/) printf "%d", x * n / d }'; }
