@@ -167,13 +167,17 @@ static bool latency_sample(const WpCgroup *c, uint64_t *ret) {
  * measured one: the lower of this tick's and the smoothed figure to cut a cap
  * by (a queue that has drained since a spike needs no second cut for it), the
  * higher to raise one by (one good tick after a bad one is not enough).
+ * `ret_tick`, if given: this tick's figure alone.
  */
-static bool latency_now(const WritePointState *state, const WpCgroup *c, bool to_cut, uint64_t *ret) {
+static bool latency_now(const WritePointState *state, const WpCgroup *c, bool to_cut, uint64_t *ret,
+                        uint64_t *ret_tick) {
         const WpBaseline *b = baseline_find(state, c->id);
 
         if (!c->io_latency_target_usec || !b || !b->have_latency || !b->latency_fresh)
                 return false;
         *ret = to_cut ? MIN(b->latency_usec, b->latency_now_usec) : MAX(b->latency_usec, b->latency_now_usec);
+        if (ret_tick)
+                *ret_tick = b->latency_now_usec;
         return true;
 }
 
@@ -292,12 +296,9 @@ typedef struct Stall {
 /* A protected cgroup's stall on a device, in the terms its policy rules its writers by. */
 static Stall stall_of(const WritePointState *state, const WpCgroup *c, uint32_t major, uint32_t minor) {
         Stall s = { major, minor, c, effective_limit(state, c), c->io_latency_target_usec, 0, 0 };
-        const WpBaseline *b = baseline_find(state, c->id);
 
-        if (s.target_usec && !latency_now(state, c, true, &s.latency_usec))
+        if (s.target_usec && !latency_now(state, c, true, &s.latency_usec, &s.tick_latency_usec))
                 s.latency_usec = 0;
-        else if (s.target_usec && b)
-                s.tick_latency_usec = b->latency_now_usec;
         return s;
 }
 
@@ -654,7 +655,7 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
         /* A cap the writer does not reach says nothing of what a higher one would do to
          * the latency: a standing guard raised while its writer is idle would greet the
          * writer's first burst wide open. */
-        if (!latency_now(state, p, false, &lat) || lat > p->io_latency_target_usec / 4 * 3 ||
+        if (!latency_now(state, p, false, &lat, NULL) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
             device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
                 return 0;

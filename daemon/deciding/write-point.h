@@ -33,9 +33,9 @@
  *   whole wait when it completed none) rules instead of its stall share: a
  *   cap over the target is cut in proportion (half at most) every
  *   WP_LATENCY_STEP_USEC, but within WP_STEP_USEC of the last cut only if
- *   the latency has grown since (the requests queued before a cut keep the
- *   latency high until they complete), one under three quarters of it raised by a
- *   twentieth of the device (a tenth under half of it), up to the device's
+ *   the tick's latency has grown since (the requests queued before a cut
+ *   keep it high until they complete); one under three quarters of it is
+ *   raised by a twentieth of the device (a tenth under half of it), up to the device's
  *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue),
  *   only while the writer uses three quarters of its cap, and never past an
  *   eighth under the cap the last spell of cuts began at (the knee; a limit
