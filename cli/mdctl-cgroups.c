@@ -178,6 +178,25 @@ static void show_signals(const Value *c) {
         }
 }
 
+/* The IOLatencyTarget= in force for the cgroup, and where it comes from. */
+static void show_latency_target(const Value *c) {
+        const char *by = value_get_str(c, "io_latency_target_by");
+        uint64_t t;
+
+        if (!value_get_u64(c, "io_latency_target_usec", &t))
+                return;
+        if (by && streq(by, "policy"))
+                by = "its policy's IOLatencyTarget=";
+        else if (by && streq(by, "default"))
+                by = "[WritePoint] IOLatencyTarget=";
+        if (by && !strchr(by, '='))
+                field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (IOLatencyTargetByFilesystem= for %s)",
+                      t / 1000, t / 100 % 10, by);
+        else
+                field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (%s)", t / 1000, t / 100 % 10,
+                      or_dash(by));
+}
+
 static void show_print(const Value *c, const Value *throttles) {
         const char *unit = value_get_str(c, "unit"), *policy = value_get_str(c, "policy");
         uint64_t id = 0;
@@ -192,6 +211,7 @@ static void show_print(const Value *c, const Value *throttles) {
         show_memory(c);
         show_limits(c);
         show_signals(c);
+        show_latency_target(c);
         show_throttles(c, throttles);
 }
 

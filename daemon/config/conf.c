@@ -61,6 +61,40 @@ static int cv_policy_latency_target(const char *v, void *dest, uint64_t min) {
         return latency_target(v, dest, POLICY_LATENCY_OFF);
 }
 
+/* [WritePoint] IOLatencyTargetByFilesystem=: "off", or TYPE:DURATION pairs apart by spaces; each
+ * assignment replaces the whole list, and a type named twice is an error. */
+static int cv_fs_latency_targets(const char *v, void *dest, uint64_t min) {
+        uint64_t t[_FS_TYPE_MAX] = {};
+        bool named[_FS_TYPE_MAX] = {};
+        _cleanup_free_ char *copy = NULL;
+        char *save = NULL;
+
+        if (streq(v, "off")) {
+                memcpy(dest, t, sizeof(t));
+                return 0;
+        }
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                char *colon = strchr(w, ':');
+                int type, r;
+
+                if (!colon)
+                        return -EINVAL;
+                *colon = '\0';
+                type = fs_type_from_string(w);
+                if (type < 0 || named[type])
+                        return -EINVAL;
+                r = latency_target(colon + 1, &t[type], 0);
+                if (r < 0)
+                        return r;
+                named[type] = true;     /* "btrfs:off": none there */
+        }
+        memcpy(dest, t, sizeof(t));
+        return 0;
+}
+
 /* What the kernel accepts as a PSI trigger window. */
 static int cv_pressure_window(const char *v, void *dest, uint64_t min) {
         return duration_between(v, dest, 500 * USEC_PER_MSEC, 10 * USEC_PER_SEC);
@@ -309,6 +343,10 @@ static const ConfKeyDef daemon_keys[] = {
         { "WritePoint", "ManageQueueDepth", cv_bool, offsetof(DaemonSettings, manage_queue_depth), "yes or no" },
         { "WritePoint", "IOLatencyTarget", cv_latency_target_or_off, offsetof(DaemonSettings, io_latency_target_usec),
           "off, or a duration between 1ms and 10s (e.g. 20ms)" },
+        { "WritePoint", "IOLatencyTargetByFilesystem", cv_fs_latency_targets,
+          offsetof(DaemonSettings, fs_latency_target_usec),
+          "off, or TYPE:DURATION pairs apart by spaces, TYPE ext4, xfs or btrfs, once each, DURATION off or "
+          "between 1ms and 10s (e.g. btrfs:10ms)" },
         { "Metrics", "TopCgroups", cv_top_cgroups, offsetof(DaemonSettings, metrics.top_cgroups),
           "a number of cgroups from 0 to 1000" },
         { "Metrics", "TopBy", cv_top_by, offsetof(DaemonSettings, metrics.top_by),
@@ -856,6 +894,7 @@ static void config_defaults(DaemonSettings *d) {
                 .cap_hold_usec = 10 * USEC_PER_SEC,
                 .global_dirty_guard_ppm = 800000,
                 .guard_rate_ppm = GUARD_RATE_DEFAULT_PPM,
+                .fs_latency_target_usec = { [FS_BTRFS] = IO_LATENCY_TARGET_BTRFS_DEFAULT_USEC },
                 .mem_available_min_ppm = 50000,
                 .throttle_hold_usec = 10 * USEC_PER_SEC,
                 .log_level = LOG_INFO,

@@ -27,6 +27,31 @@ static uint64_t memory_limit(const CgEntry *e, uint64_t host_mem) {
         return host_mem;
 }
 
+uint64_t write_latency_target(const Policy *p, const DaemonSettings *d, const MetadataView *v,
+                              const DeviceRate *devices, size_t n_devices, int *ret_fs) {
+        uint64_t best = 0;
+
+        if (ret_fs)
+                *ret_fs = -1;
+        if (p->io_latency_target_usec)
+                return p->io_latency_target_usec == POLICY_LATENCY_OFF ? 0 : p->io_latency_target_usec;
+        if (d->io_latency_target_usec)
+                return d->io_latency_target_usec;
+        for (size_t i = 0; i < n_devices; i++)
+                for (size_t j = 0; j < v->n; j++) {
+                        const FsMetadata *f = &v->fs[j];
+                        uint64_t t = d->fs_latency_target_usec[f->type];
+
+                        if (f->disk_major != devices[i].major || f->disk_minor != devices[i].minor || !t ||
+                            (best && best <= t))
+                                continue;
+                        best = t;
+                        if (ret_fs)
+                                *ret_fs = (int) f->type;
+                }
+        return best;
+}
+
 static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
         const Observer *o = ctx->observer;
         uint64_t host_mem = system_meminfo(observer_system_sample(o), MEMINFO_MEM_TOTAL, 0);
@@ -36,6 +61,7 @@ static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
                 const CgEntry *e = &o->cgroups.entries[i];
                 const CgroupSample *s = runner_governed_sample(e);
                 const Policy *p = e->policy;
+                size_t n_devices = e->signals.valid ? e->signals.n_devices : 0;
 
                 if (!s)
                         continue;
@@ -45,14 +71,14 @@ static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
                         .have_io_stall = e->signals.valid && e->signals.have_io_stall,
                         .io_stall_ppm = e->signals.io_stall.some_ppm,
                         .io_stall_usec = e->signals.io_stall.some_usec,
-                        .io_latency_target_usec = p->io_latency_target_usec == POLICY_LATENCY_OFF ? 0 :
-                                                  p->io_latency_target_usec ?: ctx->config->daemon.io_latency_target_usec,
+                        .io_latency_target_usec = write_latency_target(p, &ctx->config->daemon, &o->metadata,
+                                                                       e->signals.devices, n_devices, NULL),
                         .have_memory = (s->have & SAMPLE_MEMORY_CURRENT) && (s->have & SAMPLE_MEMORY_STAT),
                         .memory_current = s->memory_current,
                         .file = sample_stat(s, STAT_FILE),
                         .dirty = sample_dirty_bytes(s),
                         .memory_limit = memory_limit(e, host_mem),
-                        .devices = e->signals.devices, .n_devices = e->signals.valid ? e->signals.n_devices : 0,
+                        .devices = e->signals.devices, .n_devices = n_devices,
                 };
         }
         return n;

@@ -48,8 +48,9 @@ static void disk_name(int disk_fd, BlkQueue *q) {
                 snprintf(q->name, sizeof(q->name), "%" PRIu32 ":%" PRIu32, q->major, q->minor);
 }
 
-int blkqueue_open(int sys_fd, uint32_t major, uint32_t minor, BlkQueue *ret) {
-        _cleanup_close_ int dev_fd = -1, disk_fd = -1;
+/* The directory of block device major:minor's disk below sys_fd: its own, or its parent's for a partition. */
+static int open_disk_dir(int sys_fd, uint32_t major, uint32_t minor) {
+        _cleanup_close_ int dev_fd = -1;
         char path[64];
         int fd;
 
@@ -61,18 +62,36 @@ int blkqueue_open(int sys_fd, uint32_t major, uint32_t minor, BlkQueue *ret) {
         if (dev_fd < 0)
                 return negative_errno();
         /* A partition's directory sits inside its disk's, and holds a "partition" file. */
-        if (faccessat(dev_fd, "partition", F_OK, 0) == 0) {
-                disk_fd = openat(dev_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (disk_fd < 0)
-                        return negative_errno();
-        } else
-                disk_fd = TAKE_FD(dev_fd);
+        if (faccessat(dev_fd, "partition", F_OK, 0) < 0)
+                return TAKE_FD(dev_fd);
+        fd = openat(dev_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int blkqueue_open(int sys_fd, uint32_t major, uint32_t minor, BlkQueue *ret) {
+        _cleanup_close_ int disk_fd = open_disk_dir(sys_fd, major, minor);
+        int fd;
+
+        if (disk_fd < 0)
+                return disk_fd;
         fd = openat(disk_fd, "queue", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
         *ret = (BlkQueue) { .fd = fd, .major = major, .minor = minor };
         disk_numbers(disk_fd, ret);
         disk_name(disk_fd, ret);
+        return 0;
+}
+
+int blkdev_disk_of(int sys_fd, uint32_t major, uint32_t minor, uint32_t *ret_major, uint32_t *ret_minor) {
+        _cleanup_close_ int disk_fd = open_disk_dir(sys_fd, major, minor);
+        BlkQueue q = { .major = major, .minor = minor };
+
+        if (disk_fd < 0)
+                return disk_fd;
+        disk_numbers(disk_fd, &q);
+        *ret_major = q.major;
+        *ret_minor = q.minor;
         return 0;
 }
 

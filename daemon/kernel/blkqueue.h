@@ -33,6 +33,10 @@ typedef struct BlkQueue {
 int blkqueue_open(int sys_fd, uint32_t major, uint32_t minor, BlkQueue *ret);
 void blkqueue_close(BlkQueue *q);
 
+/* The disk of block device major:minor (itself, or a partition's parent): the device io.stat and
+ * blk-cgroup name. Its own numbers if the disk's dev file cannot be read; -ENOENT: no such device. */
+int blkdev_disk_of(int sys_fd, uint32_t major, uint32_t minor, uint32_t *ret_major, uint32_t *ret_minor);
+
 int blkqueue_read(int queue_fd, QueueKnob k, uint64_t *ret);
 /* The kernel's error as it is: -EINVAL for a depth the device or its scheduler refuses. */
 int blkqueue_write(int queue_fd, QueueKnob k, uint64_t value);

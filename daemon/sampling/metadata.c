@@ -12,19 +12,10 @@
 #include <unistd.h>
 
 #include "cgparse.h"
+#include "blkqueue.h"
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
-
-static const char *const fs_type_names[_FS_TYPE_MAX] = {
-        [FS_EXT4] = "ext4",
-        [FS_XFS] = "xfs",
-        [FS_BTRFS] = "btrfs",
-};
-
-const char *fs_type_to_string(FsType t) {
-        return t < _FS_TYPE_MAX ? fs_type_names[t] : NULL;
-}
 
 static void fs_close(FsMetadata *f) {
         closep(&f->fd_a);
@@ -151,9 +142,7 @@ static void discover_line(HostRoot *h, MetadataView *v, char *line) {
         if (!sep || sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 ||
             sscanf(sep + 3, "%31s %255s", type, source) != 2)
                 return;
-        for (int i = 0; i < _FS_TYPE_MAX; i++)
-                if (streq(type, fs_type_names[i]))
-                        t = i;
+        t = fs_type_from_string(type);
         if (t < 0)
                 return;
         nf.type = (FsType) t;
@@ -179,6 +168,11 @@ static void discover_line(HostRoot *h, MetadataView *v, char *line) {
                                    METADATA_FS_MAX);
                 v->overflow_logged = true;
                 return;
+        }
+        /* io.stat names the disk, whatever partition the filesystem is on. */
+        if (blkdev_disk_of(h->sys_fd, nf.major, nf.minor, &nf.disk_major, &nf.disk_minor) < 0) {
+                nf.disk_major = nf.major;
+                nf.disk_minor = nf.minor;
         }
         nf.seen = true;
         v->fs[v->n++] = nf;
@@ -297,10 +291,10 @@ bool metadata_attribute(const MetadataView *v, const DevStatTable *devices, cons
                         const DevStat *ds;
                         uint64_t w = s->devices[d].wbytes_per_sec, share_ppm, completed;
 
-                        if (f->major != s->devices[d].major || f->minor != s->devices[d].minor ||
+                        if (f->disk_major != s->devices[d].major || f->disk_minor != s->devices[d].minor ||
                             !f->have_pending || w == 0)
                                 continue;
-                        ds = devstat_find((DevStatTable *) devices, f->major, f->minor);
+                        ds = devstat_find((DevStatTable *) devices, f->disk_major, f->disk_minor);
                         completed = ds ? ds->write_rate : 0;
                         share_ppm = completed > 0 ? MIN(w * 1000000 / completed, UINT64_C(1000000)) : 1000000;
                         total += f->pending_bytes / 1000000 * share_ppm +

@@ -19,24 +19,17 @@
 #include <stdint.h>
 
 #include "devstat.h"
+#include "fs-type.h"
 #include "hostfs.h"
 #include "derived.h"
-
-typedef enum FsType {
-        FS_EXT4,
-        FS_XFS,
-        FS_BTRFS,
-        _FS_TYPE_MAX,
-} FsType;
-
-const char *fs_type_to_string(FsType t);
 
 /* Bound on filesystems watched; more are ignored (and said so once). */
 #define METADATA_FS_MAX 32
 
 typedef struct FsMetadata {
         FsType type;
-        uint32_t major, minor;          /* the block device io.stat names */
+        uint32_t major, minor;          /* its block device (a partition's own numbers) */
+        uint32_t disk_major, disk_minor; /* the disk io.stat names: the device, or a partition's parent */
         char device[32];                /* kernel name: vdb, dm-0 */
         char fsid[40];                  /* btrfs only */
         uint64_t block_size;            /* ext4 only */
@@ -66,7 +59,8 @@ void metadata_sample(HostRoot *h, MetadataView *v);
 /*
  * A cgroup's share of dirty metadata: for each device it writes to, the
  * filesystem's pending figure times the cgroup's share of that device's
- * completed writes (capped at 1: io.stat counts at dispatch). Returns false
+ * completed writes (capped at 1: io.stat counts at dispatch; filesystems on
+ * partitions of one disk each count with the disk's writes). Returns false
  * when no figure applies (no writes, no provider).
  */
 bool metadata_attribute(const MetadataView *v, const DevStatTable *devices, const CgroupSignals *s,

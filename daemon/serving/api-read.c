@@ -188,7 +188,7 @@ int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         k = sd_bus_message_new_method_return(msg, &r);
         if (k < 0)
                 return k;
-        k = bus_append_cgroup(r, m->observer, e);
+        k = bus_append_cgroup(r, m->observer, e, &m->config->daemon);
         if (k < 0)
                 return k;
         return sd_bus_send(NULL, r, NULL);

@@ -8,6 +8,7 @@
 
 #include "name-escape.h"
 #include "policy.h"
+#include "runner.h"
 #include "util.h"
 
 /* Every append below returns a negative errno on failure; chained with `?:`. */
@@ -429,7 +430,26 @@ static int sample_files(sd_bus_message *m, const CgroupSample *s) {
         return bus_dict_strv(m, "unparsable", bad, n);
 }
 
-int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e) {
+/* The IOLatencyTarget= in force under the cgroup's policy, and what set it: "policy", "default"
+ * ([WritePoint] IOLatencyTarget=) or the filesystem's type (IOLatencyTargetByFilesystem=). */
+static int latency_target(sd_bus_message *m, const CgEntry *e, const Observer *o, const DaemonSettings *d) {
+        size_t n = e->signals.valid ? e->signals.n_devices : 0;
+        int fs, r;
+        uint64_t t;
+
+        if (!e->policy || !d)
+                return 0;
+        t = write_latency_target(e->policy, d, &o->metadata, e->signals.devices, n, &fs);
+        if (!t)
+                return 0;
+        r = bus_dict_u64(m, "io_latency_target_usec", t);
+        if (r < 0)
+                return r;
+        return bus_dict_str(m, "io_latency_target_by", fs >= 0 ? fs_type_to_string((FsType) fs) :
+                                                         e->policy->io_latency_target_usec ? "policy" : "default");
+}
+
+int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e, const DaemonSettings *d) {
         const CgroupSample *s = cg_entry_sample(e);
         uint64_t meta = 0;
         int r;
@@ -449,6 +469,9 @@ int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e) {
         if (r < 0)
                 return r;
         if (metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta) && (r = bus_dict_u64(m, "metadata_dirty_estimate", meta)) < 0)
+                return r;
+        r = latency_target(m, e, o, d);
+        if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);
 }

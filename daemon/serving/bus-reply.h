@@ -9,12 +9,14 @@
 
 #include <systemd/sd-bus.h>
 
+#include "conf.h"
 #include "observer.h"
 
 /* One cgroup in brief: what `mdctl list` and `top` show. */
 int bus_append_cgroup_summary(sd_bus_message *m, const Observer *o, const CgEntry *e);
-/* One cgroup in full: every sample, limit and signal. */
-int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e);
+/* One cgroup in full: every sample, limit and signal, and with the daemon's settings d (NULL: left
+ * out) the IOLatencyTarget= in force for it. */
+int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e, const DaemonSettings *d);
 /* The host: pressure, meminfo, global dirty state and thresholds. */
 int bus_append_system(sd_bus_message *m, const Observer *o);
 

@@ -167,7 +167,7 @@ static void filesystems_json(FILE *f, const MetadataView *v, const DevStatTable 
                 json_string(f, m->device);
                 fprintf(f, ",\"dev\":\"%" PRIu32 ":%" PRIu32 "\",\"metadata_dirty_estimate\":", m->major, m->minor);
                 json_u64_or_null(f, m->have_pending, m->pending_bytes);
-                const DevStat *ds = devstat_find((DevStatTable *) devices, m->major, m->minor);
+                const DevStat *ds = devstat_find((DevStatTable *) devices, m->disk_major, m->disk_minor);
                 fprintf(f, ",\"write_rate\":%" PRIu64 "}", ds ? ds->write_rate : 0);
         }
         fputc(']', f);

@@ -261,6 +261,48 @@ static void test_latency_target(void **state) {
         conf_diag_clear(&d);
 }
 
+static void test_latency_target_by_filesystem(void **state) {
+        ConfDiag d = {};
+        Config *c = load_ok();
+
+        /* By default btrfs only: the stall share did better on ext4 and xfs. */
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_BTRFS], 10000);
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_EXT4], 0);
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_XFS], 0);
+        config_free(c);
+
+        /* Each assignment replaces the list; off there is none. */
+        put("etc/mdreclaim/mdreclaimd.conf", "[WritePoint]\nIOLatencyTargetByFilesystem=xfs:20ms  btrfs:off\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_XFS], 20000);
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_BTRFS], 0);
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_EXT4], 0);
+        config_free(c);
+        put("etc/mdreclaim/mdreclaimd.conf.d/more.conf", "[WritePoint]\nIOLatencyTargetByFilesystem=ext4:1.5ms\n");
+        c = load_ok();
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_EXT4], 1500);
+        assert_int_equal(c->daemon.fs_latency_target_usec[FS_XFS], 0);
+        config_free(c);
+        put("etc/mdreclaim/mdreclaimd.conf.d/more.conf", "[WritePoint]\nIOLatencyTargetByFilesystem=off\n");
+        c = load_ok();
+        for (int i = 0; i < _FS_TYPE_MAX; i++)
+                assert_int_equal(c->daemon.fs_latency_target_usec[i], 0);
+        config_free(c);
+
+        /* An unknown type, no duration, one out of range, a type twice: each an error, nothing half set. */
+        static const char *const bad[] = { "zfs:10ms", "btrfs", "btrfs:", "btrfs:500us", "btrfs:10ms btrfs:off",
+                                           "btrfs:10ms,xfs:10ms", ":10ms" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char text[128];
+
+                snprintf(text, sizeof(text), "[WritePoint]\nIOLatencyTargetByFilesystem=%s\n", bad[i]);
+                put("etc/mdreclaim/mdreclaimd.conf.d/more.conf", text);
+                load_fail(&d);
+                ASSERT_DIAG(&d, "more.conf:2:", "IOLatencyTargetByFilesystem=: expected off, or TYPE:DURATION pairs");
+                conf_diag_clear(&d);
+        }
+}
+
 static void test_history_section(void **state) {
         ConfDiag d = {};
         Config *c = load_ok();
@@ -487,6 +529,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_history_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_latency_target, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_latency_target_by_filesystem, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_size_minimums, setup, teardown),

@@ -27,6 +27,9 @@
 # MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%),
 # MDR_WP_GLOBAL_GUARD=100% GlobalDirtyGuard= (default 80%; 100%: the host's
 # dirty guard only where the kernel's own throttling starts).
+# The mdreclaimd case runs the shipped defaults: on btrfs that is the latency
+# target of IOLatencyTargetByFilesystem= (MDR_WP_FS_LATENCY, default
+# btrfs:10ms; "off": the stall share on every filesystem).
 # The bench also runs the daemon with IOLatencyTarget= (MDR_WP_LATENCY, default
 # 10ms) on the victim, with and without ManageQueueDepth= (cases mdreclaimd-lat
 # and mdreclaimd-lat-qd). MDR_WP_CASES="kernel static-72 mdreclaimd-lat-qd"
@@ -63,6 +66,7 @@ CapHoldTime=5s
 GlobalDirtyGuard=${MDR_WP_GLOBAL_GUARD:-80%}
 ManageQueueDepth=no
 IOLatencyTarget=off
+IOLatencyTargetByFilesystem=${MDR_WP_FS_LATENCY:-btrfs:10ms}
 EOT
 printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
     > "$conf/etc/mdreclaim/policies.d/victim.conf"
