@@ -70,7 +70,7 @@ static int policy_list(sd_bus *bus, const Args *a) {
 
 static void policy_print(const Value *p) {
         const Value *settings = value_get(p, "settings"), *paths = value_get(p, "cgroup_paths");
-        const char *text = value_get_str(p, "text");
+        const char *text = value_get_str(p, "text"), *by_fs = value_get_str(p, "io_latency_target_by_filesystem");
         char match[1024];
 
         printf("# %s\n", or_dash(value_get_str(p, "file")));
@@ -83,6 +83,9 @@ static void policy_print(const Value *p) {
         for (size_t i = 0; settings && i < settings->n; i++)
                 if (settings->items[i].kind == VALUE_STRING)
                         printf("%s=%s\n", settings->items[i].key, settings->items[i].s);
+        if (by_fs)
+                printf("# IOLatencyTarget= unset: by the filesystems on its devices, [WritePoint]\n"
+                       "# IOLatencyTargetByFilesystem=%s\n", by_fs);
         printf("\n# Governs %zu cgroup%s:\n", paths ? paths->n : 0, paths && paths->n == 1 ? "" : "s");
         for (size_t i = 0; paths && i < paths->n; i++)
                 printf("#   %s\n", paths->items[i].s);

@@ -51,21 +51,17 @@ static int latency_target(const char *v, void *dest, uint64_t off) {
         return duration_between(v, dest, IO_LATENCY_TARGET_MIN_USEC, IO_LATENCY_TARGET_MAX_USEC);
 }
 
-/* [WritePoint] IOLatencyTarget=: off (0) leaves the caps to the stall share. */
-static int cv_latency_target_or_off(const char *v, void *dest, uint64_t min) {
-        return latency_target(v, dest, 0);
-}
-
-/* A policy's IOLatencyTarget=: off there holds against a target of [WritePoint]. */
-static int cv_policy_latency_target(const char *v, void *dest, uint64_t min) {
+/* IOLatencyTarget=, of a policy or [WritePoint]: off is kept apart from unset (0), and holds against
+ * what would come after it (a target of [WritePoint], those of IOLatencyTargetByFilesystem=). */
+static int cv_latency_target(const char *v, void *dest, uint64_t min) {
         return latency_target(v, dest, POLICY_LATENCY_OFF);
 }
 
 /* [WritePoint] IOLatencyTargetByFilesystem=: "off", or TYPE:DURATION pairs apart by spaces; each
- * assignment replaces the whole list, and a type named twice is an error. */
+ * assignment replaces the whole list, and a type named twice, or no pair at all, is an error. */
 static int cv_fs_latency_targets(const char *v, void *dest, uint64_t min) {
         uint64_t t[_FS_TYPE_MAX] = {};
-        bool named[_FS_TYPE_MAX] = {};
+        bool named[_FS_TYPE_MAX] = {}, any = false;
         _cleanup_free_ char *copy = NULL;
         char *save = NULL;
 
@@ -90,7 +86,10 @@ static int cv_fs_latency_targets(const char *v, void *dest, uint64_t min) {
                 if (r < 0)
                         return r;
                 named[type] = true;     /* "btrfs:off": none there */
+                any = true;
         }
+        if (!any)
+                return -EINVAL;
         memcpy(dest, t, sizeof(t));
         return 0;
 }
@@ -341,7 +340,7 @@ static const ConfKeyDef daemon_keys[] = {
         { "WritePoint", "GuardRate", cv_percent, offsetof(DaemonSettings, guard_rate_ppm),
           "a percentage of the device's capacity, 0% to wait for a stall (e.g. 70%)" },
         { "WritePoint", "ManageQueueDepth", cv_bool, offsetof(DaemonSettings, manage_queue_depth), "yes or no" },
-        { "WritePoint", "IOLatencyTarget", cv_latency_target_or_off, offsetof(DaemonSettings, io_latency_target_usec),
+        { "WritePoint", "IOLatencyTarget", cv_latency_target, offsetof(DaemonSettings, io_latency_target_usec),
           "off, or a duration between 1ms and 10s (e.g. 20ms)" },
         { "WritePoint", "IOLatencyTargetByFilesystem", cv_fs_latency_targets,
           offsetof(DaemonSettings, fs_latency_target_usec),
@@ -395,7 +394,7 @@ static const ConfKeyDef policy_keys[] = {
         { "Policy", "AllocationThrottle", cv_bool, offsetof(Policy, allocation_throttle), "yes or no" },
         { "Policy", "IOPressureLimit", cv_percent_nonzero, offsetof(Policy, io_pressure_limit_ppm),
           "a percentage of time stalled on io above 0% (e.g. 10%)" },
-        { "Policy", "IOLatencyTarget", cv_policy_latency_target, offsetof(Policy, io_latency_target_usec),
+        { "Policy", "IOLatencyTarget", cv_latency_target, offsetof(Policy, io_latency_target_usec),
           "off, or a duration between 1ms and 10s (e.g. 20ms)" },
 };
 

@@ -36,8 +36,9 @@
  * protects nothing. */
 #define IO_LATENCY_TARGET_MIN_USEC 1000
 #define IO_LATENCY_TARGET_MAX_USEC (10 * 1000 * 1000)
-/* [WritePoint] IOLatencyTargetByFilesystem=: on btrfs the latency target held the victim better than
- * the stall share on every axis (issue 15, docs/write-point.md); on ext4 and xfs the stall share did. */
+/* [WritePoint] IOLatencyTargetByFilesystem=: on btrfs, without ManageQueueDepth=, the latency target
+ * dominated a static cap at 72 % of the device where the stall share missed its p99 by far (issue
+ * 15, docs/write-point.md); on ext4 and xfs the stall share dominated it and the target did not. */
 #define IO_LATENCY_TARGET_BTRFS_DEFAULT_USEC (10 * 1000)
 
 /* [History]: samples kept per cgroup (an hour at the default 1 s tick), and cgroups with a history. */
@@ -89,11 +90,11 @@ typedef struct DaemonSettings {
         uint32_t guard_rate_ppm;                /* writers beside an active protected cgroup, share of
                                                  * the device; 0: capped only once it stalls */
         bool manage_queue_depth;                /* a shallow device queue while a protected cgroup is active */
-        uint64_t io_latency_target_usec;        /* default of a policy's IOLatencyTarget=; 0: off (the
-                                                 * protected cgroup's stall share rules its writers' caps) */
-        uint64_t fs_latency_target_usec[_FS_TYPE_MAX]; /* where both of those are off: the target of a
-                                                 * protected cgroup doing io on a device with this
-                                                 * filesystem; 0: none */
+        uint64_t io_latency_target_usec;        /* default of a policy's IOLatencyTarget=; 0: unset,
+                                                 * POLICY_LATENCY_OFF: off (the stall share rules) */
+        uint64_t fs_latency_target_usec[_FS_TYPE_MAX]; /* where both of those are unset and the queue is
+                                                 * not managed: the target of a protected cgroup doing
+                                                 * io on a device with this filesystem; 0: none */
         /* [AllocationPoint] */
         uint32_t mem_available_min_ppm;         /* host pressure below this share of MemTotal */
         uint64_t throttle_hold_usec;

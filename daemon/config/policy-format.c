@@ -103,21 +103,21 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
         return 0;
 }
 
-/* Neither the policy nor [WritePoint] sets IOLatencyTarget=: "off", or "off (btrfs:10ms by
- * filesystem)" with the IOLatencyTargetByFilesystem= that apply then. */
-static void format_by_filesystem(char buf[static POLICY_VALUE_MAX], const uint64_t t[static _FS_TYPE_MAX]) {
-        size_t len = (size_t) snprintf(buf, POLICY_VALUE_MAX, "off");
+bool latency_by_filesystem(const DaemonSettings *d, char buf[static POLICY_VALUE_MAX]) {
+        size_t len = 0;
 
-        for (int i = 0; i < _FS_TYPE_MAX; i++) {
+        buf[0] = '\0';
+        if (d->io_latency_target_usec || d->manage_queue_depth)
+                return false;
+        for (int i = 0; i < _FS_TYPE_MAX && len < POLICY_VALUE_MAX; i++) {
                 char v[POLICY_VALUE_MAX];
 
-                if (!t[i])
-                        continue;
-                len += (size_t) snprintf(buf + len, POLICY_VALUE_MAX - MIN(len, (size_t) POLICY_VALUE_MAX), "%s%s:%s",
-                                         len == 3 ? " (" : " ", fs_type_to_string((FsType) i), format_latency(v, t[i]));
+                if (d->fs_latency_target_usec[i])
+                        len += (size_t) snprintf(buf + len, POLICY_VALUE_MAX - len, "%s%s:%s", len ? " " : "",
+                                                 fs_type_to_string((FsType) i),
+                                                 format_latency(v, d->fs_latency_target_usec[i]));
         }
-        if (len > 3 && len + sizeof(" by filesystem)") <= POLICY_VALUE_MAX)
-                snprintf(buf + len, POLICY_VALUE_MAX - len, " by filesystem)");
+        return len > 0;
 }
 
 int policy_format_effective(const Policy *p, const DaemonSettings *d, const char *key,
@@ -132,7 +132,9 @@ int policy_format_effective(const Policy *p, const DaemonSettings *d, const char
                 format_percent(buf, d->write_rate_min_ppm);
         else if (streq(key, "IOLatencyTarget") && d->io_latency_target_usec)
                 format_latency(buf, d->io_latency_target_usec);
+        else if (streq(key, "IOLatencyTarget") && !latency_by_filesystem(d, buf))
+                format_latency(buf, POLICY_LATENCY_OFF);
         else if (streq(key, "IOLatencyTarget"))
-                format_by_filesystem(buf, d->fs_latency_target_usec);
+                buf[0] = '\0';         /* unset: by filesystem, which latency_by_filesystem() says */
         return 0;
 }

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,3 +33,10 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
  */
 int policy_format_effective(const Policy *p, const DaemonSettings *d, const char *key,
                             char buf[static POLICY_VALUE_MAX]);
+
+/*
+ * Whether a policy that leaves IOLatencyTarget= unset takes it from IOLatencyTargetByFilesystem=
+ * (nothing in [WritePoint], the queue not managed, a filesystem named): then its effective value is
+ * "" and buf holds those targets in file syntax ("btrfs:10ms").
+ */
+bool latency_by_filesystem(const DaemonSettings *d, char buf[static POLICY_VALUE_MAX]);

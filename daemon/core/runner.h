@@ -52,8 +52,9 @@ typedef struct WriteRunner {
 void write_runner_init(WriteRunner *w);
 /*
  * The IOLatencyTarget= in force for a cgroup under policy p: the policy's own (off included), else
- * [WritePoint] IOLatencyTarget=, else the least IOLatencyTargetByFilesystem= of the filesystems on
- * the devices its io.stat lists (*ret_fs: that filesystem's type, else -1); 0: the stall share rules.
+ * [WritePoint] IOLatencyTarget= (off included), else, without ManageQueueDepth=, the least
+ * IOLatencyTargetByFilesystem= of the filesystems on the devices its io.stat lists (*ret_fs: that
+ * filesystem's type, else -1); 0: the stall share rules.
  */
 uint64_t write_latency_target(const Policy *p, const DaemonSettings *d, const MetadataView *v,
                               const DeviceRate *devices, size_t n_devices, int *ret_fs);

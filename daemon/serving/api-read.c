@@ -334,10 +334,16 @@ static const Policy *find_policy(const Config *c, const char *name) {
         return NULL;
 }
 
-/* Every key but Match= with its effective value ("" when unset). */
+/* Every key but Match= with its effective value ("" when unset), and where an unset IOLatencyTarget=
+ * comes from the filesystems, their targets. */
 static int append_settings(sd_bus_message *r, const Policy *p, const DaemonSettings *d) {
+        char by_fs[POLICY_VALUE_MAX];
         const char *key;
         int k;
+
+        if (!p->io_latency_target_usec && latency_by_filesystem(d, by_fs) &&
+            (k = bus_dict_str(r, "io_latency_target_by_filesystem", by_fs)) < 0)
+                return k;
 
         k = bus_dict_open(r, "settings");
         if (k < 0)

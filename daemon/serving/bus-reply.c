@@ -431,13 +431,15 @@ static int sample_files(sd_bus_message *m, const CgroupSample *s) {
 }
 
 /* The IOLatencyTarget= in force under the cgroup's policy, and what set it: "policy", "default"
- * ([WritePoint] IOLatencyTarget=) or the filesystem's type (IOLatencyTargetByFilesystem=). */
+ * ([WritePoint] IOLatencyTarget=) or the filesystem's type (IOLatencyTargetByFilesystem=). It acts
+ * while the cgroup is protected: Protect=yes, or a Priority= over the writers beside it. */
 static int latency_target(sd_bus_message *m, const CgEntry *e, const Observer *o, const DaemonSettings *d) {
         size_t n = e->signals.valid ? e->signals.n_devices : 0;
         int fs, r;
         uint64_t t;
 
-        if (!e->policy || !d)
+        /* Only a governed cgroup's target acts (it is what protects it from the writers beside it). */
+        if (!e->policy || e->policy->mode == POLICY_MODE_OFF || !d)
                 return 0;
         t = write_latency_target(e->policy, d, &o->metadata, e->signals.devices, n, &fs);
         if (!t)

@@ -230,7 +230,7 @@ static void test_latency_target(void **state) {
         ConfDiag d = {};
         Config *c = load_ok();
 
-        assert_int_equal(c->daemon.io_latency_target_usec, 0);         /* off: the stall share rules */
+        assert_int_equal(c->daemon.io_latency_target_usec, 0);         /* unset: by filesystem, else off */
         config_free(c);
 
         put("etc/mdreclaim/mdreclaimd.conf", "[WritePoint]\nIOLatencyTarget=20ms\n");
@@ -241,9 +241,10 @@ static void test_latency_target(void **state) {
         assert_int_equal(c->policies[0]->io_latency_target_usec, 1500);
         config_free(c);
 
+        /* Off, kept apart from unset: it holds against the filesystems' targets too. */
         put("etc/mdreclaim/mdreclaimd.conf.d/off.conf", "[WritePoint]\nIOLatencyTarget=off\n");
         c = load_ok();
-        assert_int_equal(c->daemon.io_latency_target_usec, 0);
+        assert_int_equal(c->daemon.io_latency_target_usec, POLICY_LATENCY_OFF);
         config_free(c);
 
         /* A policy's off holds against the daemon's target. */
@@ -291,7 +292,7 @@ static void test_latency_target_by_filesystem(void **state) {
 
         /* An unknown type, no duration, one out of range, a type twice: each an error, nothing half set. */
         static const char *const bad[] = { "zfs:10ms", "btrfs", "btrfs:", "btrfs:500us", "btrfs:10ms btrfs:off",
-                                           "btrfs:10ms,xfs:10ms", ":10ms" };
+                                           "btrfs:10ms,xfs:10ms", ":10ms", "", "  " };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 char text[128];
 
