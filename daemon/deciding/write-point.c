@@ -630,8 +630,8 @@ static void remove_cap(WritePointState *s, WpCap *c) {
  * A cap whose protected cgroup has a latency target, under it: raised by a
  * twentieth of the device (a tenth while the latency is under half the
  * target) while the latency is under three quarters of the target and the
- * writer uses at least three quarters of its cap, one step per
- * WP_LATENCY_STEP_USEC so that each shows before the next; up to the device's
+ * writer has used at least three quarters of its cap for WP_STEP_USEC, one
+ * step per WP_LATENCY_STEP_USEC so that each shows before the next; up to the device's
  * capacity (nine tenths of it without ManageQueueDepth=) and never past the
  * knee's limit below. The guard's level is where it started, not a
  * ceiling. 0: hold.
@@ -645,19 +645,23 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
                                 st->manage_queue_depth ? d->capacity : d->capacity / 10 * 9, step;
 
         /* Where the latency last went over, the queue filled: the raises stop an eighth
-         * under that cap, a limit that rises by a hundredth of the device a second, so
-         * that the next probe of the knee comes slowly and seldom, not every few seconds. */
+         * under that cap, a limit that rises by a thousandth of the device a second and is
+         * forgotten after WP_KNEE_MEMORY_SEC, so that the next probe of the knee comes
+         * slowly and seldom: on btrfs each probe cost the victim a second of syncs that
+         * waited hundreds of ms, and a limit rising ten times as fast probed every 8 s. */
         if (cap->knee_wbps && d && d->capacity) {
                 uint64_t since = now > cap->knee_usec ? (now - cap->knee_usec) / USEC_PER_SEC : 0;
                 uint64_t knee = cap->knee_wbps / 8 * 7;
-                ceiling = MIN(ceiling, since >= 100 ? UINT64_MAX : knee + since * (d->capacity / 100));
+                ceiling = MIN(ceiling, since >= WP_KNEE_MEMORY_SEC ? UINT64_MAX : knee + since * (d->capacity / 1000));
         }
         /* A cap the writer does not reach says nothing of what a higher one would do to
          * the latency: a standing guard raised while its writer is idle would greet the
-         * writer's first burst wide open. */
+         * writer's first burst wide open. Nor does one it has reached only just: the queue
+         * it feeds takes a second to fill, and the latency of the writer's first tick is
+         * that of an empty queue (busy_since_usec, kept by relax_caps()). */
         if (!latency_now(state, p, false, &lat, NULL) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
-            device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
+            !cap->busy_since_usec || now - cap->busy_since_usec < WP_STEP_USEC)
                 return 0;
         step = MAX(d && d->capacity ? d->capacity / (lat < p->io_latency_target_usec / 2 ? 10 : 20) : 0, MIB);
         return ceiling - cap->wbps <= step ? ceiling : cap->wbps + step;
@@ -678,6 +682,11 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
 
                 for (size_t k = 0; k < n_stalls; k++)
                         stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
+                /* Every tick, stalling or not: since when the writer uses its cap (latency_raise()). */
+                if (!w || device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
+                        cap->busy_since_usec = 0;
+                else if (!cap->busy_since_usec)
+                        cap->busy_since_usec = now;
                 if (w && stalling)
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;

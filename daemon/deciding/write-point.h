@@ -37,9 +37,10 @@
  *   keep it high until they complete); one under three quarters of it is
  *   raised by a twentieth of the device (a tenth under half of it), up to the device's
  *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue),
- *   only while the writer uses three quarters of its cap, and never past an
- *   eighth under the cap the last spell of cuts began at (the knee; a limit
- *   rising by a hundredth of the device a second): the cap follows the
+ *   only once the writer has used three quarters of its cap for WP_STEP_USEC,
+ *   and never past an eighth under the cap the last spell of cuts began at
+ *   (the knee; a limit rising by a thousandth of the device a second, for
+ *   WP_KNEE_MEMORY_SEC): the cap follows the
  *   latency both ways, the guard's first cap is where it starts, not a
  *   ceiling, and WriteRateMin= stays its floor.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
@@ -72,6 +73,7 @@
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
 #define WP_LATENCY_STEP_USEC (500 * 1000) /* IOLatencyTarget=: a change of the cap shows within this */
+#define WP_KNEE_MEMORY_SEC 100          /* IOLatencyTarget=: how long the cap the latency went over at bounds raises */
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
@@ -134,6 +136,8 @@ typedef struct WpCap {
         uint64_t knee_usec;             /* ... and when it was cut from there */
         uint64_t cut_latency_usec;      /* IOLatencyTarget=: the tick's latency its last cut answered (0: its last
                                            step was a raise, a guard's first cap or a cut by stall share) */
+        uint64_t busy_since_usec;       /* IOLatencyTarget=: since when its writer uses three quarters of it, as
+                                           the raises saw it (0: it does not) */
         bool observed;                  /* decided while its policy only observed: not written */
 } WpCap;
 
