@@ -645,14 +645,15 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
                                 st->manage_queue_depth ? d->capacity : d->capacity / 10 * 9, step;
 
         /* Where the latency last went over, the queue filled: the raises stop an eighth
-         * under that cap, a limit that rises by a thousandth of the device a second and is
-         * forgotten after WP_KNEE_MEMORY_SEC, so that the next probe of the knee comes
-         * slowly and seldom: on btrfs each probe cost the victim a second of syncs that
-         * waited hundreds of ms, and a limit rising ten times as fast probed every 8 s. */
-        if (cap->knee_wbps && d && d->capacity) {
+         * under that cap, a limit that climbs back to it in WP_KNEE_RETURN_SEC and on past
+         * it at that pace, so that the next probe of the knee comes slowly and seldom: on
+         * btrfs each probe cost the victim a second of syncs that waited hundreds of ms,
+         * and a limit ten times as fast probed every 8-10 s. */
+        if (cap->knee_wbps) {
                 uint64_t since = now > cap->knee_usec ? (now - cap->knee_usec) / USEC_PER_SEC : 0;
                 uint64_t knee = cap->knee_wbps / 8 * 7;
-                ceiling = MIN(ceiling, since >= WP_KNEE_MEMORY_SEC ? UINT64_MAX : knee + since * (d->capacity / 1000));
+                ceiling = MIN(ceiling, since >= 8 * WP_KNEE_RETURN_SEC ? UINT64_MAX :
+                                       knee + since * (cap->knee_wbps / 8) / WP_KNEE_RETURN_SEC);
         }
         /* A cap the writer does not reach says nothing of what a higher one would do to
          * the latency: a standing guard raised while its writer is idle would greet the
@@ -665,6 +666,20 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
                 return 0;
         step = MAX(d && d->capacity ? d->capacity / (lat < p->io_latency_target_usec / 2 ? 10 : 20) : 0, MIB);
         return ceiling - cap->wbps <= step ? ceiling : cap->wbps + step;
+}
+
+/* Every tick, stalling or not, once this tick's cuts and guards are set, before the raises: since
+ * when each writer uses three quarters of its cap (latency_raise() waits for a second of it). */
+static void track_busy(const WpCgroup *cg, size_t n, uint64_t now, WritePointState *state) {
+        for (size_t i = 0; i < state->n_caps; i++) {
+                WpCap *cap = &state->caps[i];
+                const WpCgroup *w = find_cgroup(cg, n, cap->cgroup_id);
+
+                if (!w || device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
+                        cap->busy_since_usec = 0;
+                else if (!cap->busy_since_usec)
+                        cap->busy_since_usec = now;
+        }
 }
 
 /* Caps where nobody stalls now: creep up, or lift after the hold time. */
@@ -682,11 +697,6 @@ static void relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t
 
                 for (size_t k = 0; k < n_stalls; k++)
                         stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
-                /* Every tick, stalling or not: since when the writer uses its cap (latency_raise()). */
-                if (!w || device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
-                        cap->busy_since_usec = 0;
-                else if (!cap->busy_since_usec)
-                        cap->busy_since_usec = now;
                 if (w && stalling)
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
@@ -1171,6 +1181,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
                               st, now, state, plan);
         }
         guard_devices(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
+        track_busy(cg, n, now, state);
         relax_caps(cg, n, dev, n_dev, stalls, n_stalls, st, now, state, plan);
         decide_backlogs(cg, n, st, state, plan);
         decide_budgets(cg, n, st, state, plan);

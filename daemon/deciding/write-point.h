@@ -39,8 +39,8 @@
  *   capacity (nine tenths of it unless ManageQueueDepth= bounds the queue),
  *   only once the writer has used three quarters of its cap for WP_STEP_USEC,
  *   and never past an eighth under the cap the last spell of cuts began at
- *   (the knee; a limit rising by a thousandth of the device a second, for
- *   WP_KNEE_MEMORY_SEC): the cap follows the
+ *   (the knee; a limit that climbs back to it in WP_KNEE_RETURN_SEC, and on
+ *   at that pace): the cap follows the
  *   latency both ways, the guard's first cap is where it starts, not a
  *   ceiling, and WriteRateMin= stays its floor.
  * - Dirty budgets: over DirtyLimit= (dirty + writeback) the writer's
@@ -73,7 +73,7 @@
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
 #define WP_LATENCY_STEP_USEC (500 * 1000) /* IOLatencyTarget=: a change of the cap shows within this */
-#define WP_KNEE_MEMORY_SEC 100          /* IOLatencyTarget=: how long the cap the latency went over at bounds raises */
+#define WP_KNEE_RETURN_SEC 100          /* IOLatencyTarget=: the limit under the knee climbs back to it in this */
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */

@@ -703,21 +703,22 @@ static void test_latency_cuts_the_cap_in_proportion(void **s) {
         decide(3 * SEC);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 833 / 1000 * 500);
         /* Back under: raised again, but an eighth under where it was last cut from, a limit
-         * that rises by a thousandth of the device a second, for WP_KNEE_MEMORY_SEC. */
+         * that climbs back to that cap in WP_KNEE_RETURN_SEC and on past it at that pace. */
         victim_waits(10000, 50);        /* 0.2 ms: smoothed down within a few ticks */
-        for (uint64_t t = 7; t < 2 * (WP_KNEE_MEMORY_SEC + 10); t++) {
+        for (uint64_t t = 7; t < 2 * 3 * WP_KNEE_RETURN_SEC; t++) {
                 uint64_t since = (t * SEC / 2 - state.caps[0].knee_usec) / SEC;
 
                 decide(t * SEC / 2);
-                if (since < WP_KNEE_MEMORY_SEC)
-                        assert_true(state.caps[0].wbps <= state.caps[0].knee_wbps / 8 * 7 + since * (16 * MIB / 1000));
+                assert_true(state.caps[0].wbps <= level / 8 * 7 + since * (level / 8) / WP_KNEE_RETURN_SEC);
                 if (t == 100)   /* 50 s: the bound holds it back, under the knee itself */
                         assert_true(state.caps[0].wbps < level);
+                if (t == 2 * WP_KNEE_RETURN_SEC + 2)    /* back at the knee, no jump past it */
+                        assert_true(state.caps[0].wbps <= level + level / 8 / WP_KNEE_RETURN_SEC);
                 /* The cuts after the first, while the queue drains, do not move the knee. */
                 assert_int_equal(state.caps[0].knee_wbps, level);
         }
-        /* Forgotten after WP_KNEE_MEMORY_SEC: up to nine tenths of the device. */
-        assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
+        /* And on past it at the same pace, up to nine tenths of the device. */
+        assert_true(state.caps[0].wbps > level);
 }
 
 /* A spike cuts once: the tick after it, drained, cuts no more though the smoothed figure is still high;
@@ -841,6 +842,17 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         assert_null(find(WP_SET_CAP, 2));
         decide(t += SEC / 2);
         assert_int_equal(must(WP_SET_CAP, 2)->value, level + 16 * MIB / 10);
+        /* A pause of the writer starts the wait again: a second of its cap after it comes back. */
+        writer_dev[0].wbytes_per_sec = 0;
+        decide(t += SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        writer_dev[0].wbytes_per_sec = 20 * MIB;
+        decide(t += SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        decide(t += SEC / 2);
+        assert_null(find(WP_SET_CAP, 2));
+        decide(t += SEC / 2);
+        assert_int_equal(must(WP_SET_CAP, 2)->value, MIN(must(WP_SET_CAP, 2)->previous + 16 * MIB / 10, 16 * MIB / 10 * 9));
         for (int i = 0; i < 6; i++)
                 decide(t += SEC / 2);
         /* Nine tenths of the device at most: without a shallow queue the rest fills it within a tick. */
