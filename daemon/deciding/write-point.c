@@ -659,7 +659,7 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
          * the latency: a standing guard raised while its writer is idle would greet the
          * writer's first burst wide open. Nor does one it has reached only just: the queue
          * it feeds takes a second to fill, and the latency of the writer's first tick is
-         * that of an empty queue (busy_since_usec, kept by relax_caps()). */
+         * that of an empty queue (busy_since_usec, kept by track_busy()). */
         if (!latency_now(state, p, false, &lat, NULL) || lat > p->io_latency_target_usec / 4 * 3 ||
             now - cap->stepped_usec < WP_LATENCY_STEP_USEC || cap->wbps >= ceiling ||
             !cap->busy_since_usec || now - cap->busy_since_usec < WP_STEP_USEC)
