@@ -181,20 +181,22 @@ static void show_signals(const Value *c) {
 /* The IOLatencyTarget= in force for the cgroup, and where it comes from. */
 static void show_latency_target(const Value *c) {
         const char *by = value_get_str(c, "io_latency_target_by");
+        char fs[64];
         uint64_t t;
 
         if (!value_get_u64(c, "io_latency_target_usec", &t))
                 return;
-        if (by && streq(by, "policy"))
+        if (!by)
+                by = "-";
+        else if (streq(by, "policy"))
                 by = "its policy's IOLatencyTarget=";
-        else if (by && streq(by, "default"))
+        else if (streq(by, "default"))
                 by = "[WritePoint] IOLatencyTarget=";
-        if (by && !strchr(by, '='))
-                field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (IOLatencyTargetByFilesystem= for %s)",
-                      t / 1000, t / 100 % 10, by);
-        else
-                field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (%s)", t / 1000, t / 100 % 10,
-                      or_dash(by));
+        else {  /* a filesystem's type */
+                snprintf(fs, sizeof(fs), "IOLatencyTargetByFilesystem= for %s", by);
+                by = fs;
+        }
+        field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (%s)", t / 1000, t / 100 % 10, by);
 }
 
 static void show_print(const Value *c, const Value *throttles) {

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,6 +132,12 @@ int config_load(const char *root, Config **ret, ConfDiag *diag);
  */
 int config_load_with_policy(const char *root, const char *policy_name, const char *policy_path,
                             Config **ret, ConfDiag *diag);
+
+/* Whether IOLatencyTargetByFilesystem= can apply at all: [WritePoint] sets no IOLatencyTarget= (nor
+ * off) and the device queues are not managed (the stall share did better with them on btrfs too). */
+static inline bool fs_latency_targets_apply(const DaemonSettings *d) {
+        return !d->io_latency_target_usec && !d->manage_queue_depth;
+}
 
 /* The keys a [Policy] section takes, Match first; NULL past the end. */
 const char *config_policy_key(size_t i);

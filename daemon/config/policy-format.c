@@ -107,7 +107,7 @@ bool latency_by_filesystem(const DaemonSettings *d, char buf[static POLICY_VALUE
         size_t len = 0;
 
         buf[0] = '\0';
-        if (d->io_latency_target_usec || d->manage_queue_depth)
+        if (!fs_latency_targets_apply(d))
                 return false;
         for (int i = 0; i < _FS_TYPE_MAX && len < POLICY_VALUE_MAX; i++) {
                 char v[POLICY_VALUE_MAX];

@@ -37,8 +37,7 @@ uint64_t write_latency_target(const Policy *p, const DaemonSettings *d, const Me
                 return p->io_latency_target_usec == POLICY_LATENCY_OFF ? 0 : p->io_latency_target_usec;
         if (d->io_latency_target_usec)
                 return d->io_latency_target_usec == POLICY_LATENCY_OFF ? 0 : d->io_latency_target_usec;
-        /* With the queue kept shallow the stall share did better on btrfs too (docs/write-point.md). */
-        if (d->manage_queue_depth)
+        if (!fs_latency_targets_apply(d))
                 return 0;
         for (size_t i = 0; i < n_devices; i++)
                 for (size_t j = 0; j < v->n; j++) {

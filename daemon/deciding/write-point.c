@@ -648,7 +648,7 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
          * under that cap, a limit that climbs back to it in WP_KNEE_RETURN_SEC and on past
          * it at that pace, so that the next probe of the knee comes slowly and seldom: on
          * btrfs each probe cost the victim a second of syncs that waited hundreds of ms,
-         * and a limit ten times as fast probed every 8-10 s. */
+         * and a limit ten times as fast probed about every 10 s. */
         if (cap->knee_wbps) {
                 uint64_t since = now > cap->knee_usec ? (now - cap->knee_usec) / USEC_PER_SEC : 0;
                 uint64_t knee = cap->knee_wbps / 8 * 7;
