@@ -150,20 +150,24 @@ int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
         Cgroup *cg = lookup_why(a, cgroup_id, NULL, &err);
         Job j = *job;
 
+        if (job->kind == JOB_FILE_WRITE)
+                return -EINVAL;         /* a throttle's write goes through the ledger (apply()) */
         if (!cg)
                 return err;
         return submit(a, cg, &j, (PendingJob) { .kind = job->kind, .action_id = job->action_id });
 }
 
 uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
-        uint64_t started = 0, cookie = a->worker ? worker_running_cookie(a->worker, &started) : 0;
+        WorkerRunning running[WORKER_LANES];
+        size_t n = a->worker ? worker_running(a->worker, running) : 0;
 
         /* Taken by the thread but not begun (no start time yet): still queued, as far as anyone can tell. */
-        for (size_t i = 0; cookie && started && i < a->n_pending; i++)
-                if (a->pending[i].cookie == cookie && a->pending[i].action_id) {
-                        *ret_started = started;
-                        return a->pending[i].action_id;
-                }
+        for (size_t k = 0; k < n; k++)
+                for (size_t i = 0; running[k].started_usec && i < a->n_pending; i++)
+                        if (a->pending[i].cookie == running[k].cookie && a->pending[i].action_id) {
+                                *ret_started = running[k].started_usec;
+                                return a->pending[i].action_id;
+                        }
         return 0;
 }
 
@@ -1082,6 +1086,10 @@ void actuator_verify(Actuator *a) {
                 (void) persist(a);
 }
 
+void actuator_stop_jobs(Actuator *a) {
+        worker_stop(a->worker);
+}
+
 void actuator_restore_all(Actuator *a) {
         /* No write of ours may land after its entry is restored: the worker stops first (a queued
          * write is dropped, one inside the kernel interrupted or abandoned); what such a write put
@@ -1264,4 +1272,8 @@ const Ledger *actuator_ledger(const Actuator *a) {
 
 size_t actuator_jobs_pending(const Actuator *a) {
         return a->n_pending;
+}
+
+Worker *actuator_worker(Actuator *a) {
+        return a->worker;
 }

@@ -99,7 +99,8 @@ const LedgerHold *actuator_released(const Actuator *a, const char *path);
 #define ACTUATOR_STOPPING_MAX 64
 void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping);
 
-/* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full). */
+/* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full,
+ * -EINVAL for another kind). */
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
 
 /* The operator's action whose job runs now (0: none), and since when (CLOCK_REALTIME). */
@@ -110,6 +111,8 @@ int actuator_recover(Actuator *a);
 /* Every tick: our values still in place? A foreign value wins and becomes the original. Ended
  * releases are dropped. */
 void actuator_verify(Actuator *a);
+/* At stop, before actuator_restore_all(): the worker's jobs told to stop, without waiting. */
+void actuator_stop_jobs(Actuator *a);
 /* At stop: every throttle back to its original (raising a limit does not block). */
 void actuator_restore_all(Actuator *a);
 
@@ -117,3 +120,6 @@ void actuator_restore_all(Actuator *a);
 const Ledger *actuator_ledger(const Actuator *a);
 /* Jobs submitted and not yet reported back. */
 size_t actuator_jobs_pending(const Actuator *a);
+/* The worker its jobs run on (NULL once stopped), for a test to hold one of its lanes with a job of
+ * its own (cookie 0: the actuator takes no result for it). */
+Worker *actuator_worker(Actuator *a);

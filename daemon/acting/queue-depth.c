@@ -421,6 +421,10 @@ static int restore_if_ours(QueueDepth *q, const ThrottleEntry *e, const char *ac
         return 1;
 }
 
+void queue_depth_stop_jobs(QueueDepth *q) {
+        worker_stop(q->worker);
+}
+
 void queue_depth_restore_all(QueueDepth *q) {
         /* No write of ours may land after its knob is restored: the worker stops first. A depth
          * being written now is waited for by the kernel (it holds the queue's sysfs lock). */

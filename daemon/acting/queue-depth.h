@@ -65,6 +65,8 @@ int queue_depth_lift(QueueDepth *q, uint32_t major, uint32_t minor, const char *
 void queue_depth_verify(QueueDepth *q);
 /* At start: reads the ledger a previous run left and restores what still holds its values. */
 int queue_depth_recover(QueueDepth *q);
+/* At stop, before queue_depth_restore_all(): the worker's writes told to stop, without waiting. */
+void queue_depth_stop_jobs(QueueDepth *q);
 /* At stop: every knob back to its original. */
 void queue_depth_restore_all(QueueDepth *q);
 

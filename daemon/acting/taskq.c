@@ -30,6 +30,7 @@ struct TaskQueue {
         pthread_mutex_t lock;
         pthread_cond_t wake;
         bool stop;                      /* read by taskq_stopping() without the lock */
+        uint64_t stop_deadline;         /* CLOCK_REALTIME: taskq_stop() waits for the running task until then */
         bool interrupt_at_stop;
         size_t max;
         TaskList queued, done;
@@ -190,6 +191,7 @@ static void taskq_freep(TaskQueue **q) {
 int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_stop, void *userdata,
               TaskQueue **ret) {
         _cleanup_(taskq_freep) TaskQueue *q = calloc(1, sizeof(TaskQueue));
+        char comm[16];
         int r;
 
         if (!q)
@@ -209,20 +211,22 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
         r = taskq_start(q);
         if (r < 0)
                 return r;
+        /* The thread's name, as ps -L and /proc/PID/task/TID/comm show it (15 bytes at most). */
+        snprintf(comm, sizeof(comm), "%s", name);
+        (void) pthread_setname_np(q->thread, comm);
         *ret = TAKE_PTR(q);
         return 0;
 }
 
 /*
  * Waits for the thread to end. A task inside the kernel in an uninterruptible
- * wait (writeback on a saturated device) cannot be made to return: past
- * TASKQ_STOP_WAIT_USEC it is abandoned, and so is the queue it uses (the
+ * wait (writeback on a saturated device) cannot be made to return: past the
+ * deadline taskq_stop() set it is abandoned, and so is the queue it uses (the
  * process is stopping; the kernel ends the thread with it). Returns false then.
  */
 static bool join_in_time(TaskQueue *q) {
-        uint64_t deadline = now_usec(CLOCK_REALTIME) + TASKQ_STOP_WAIT_USEC;
-        struct timespec ts = { .tv_sec = (time_t) (deadline / USEC_PER_SEC),
-                               .tv_nsec = (long) (deadline % USEC_PER_SEC) * 1000 };
+        struct timespec ts = { .tv_sec = (time_t) (q->stop_deadline / USEC_PER_SEC),
+                               .tv_nsec = (long) (q->stop_deadline % USEC_PER_SEC) * 1000 };
 
         if (!q->interrupt_at_stop) {
                 pthread_join(q->thread, NULL);
@@ -235,16 +239,23 @@ static bool join_in_time(TaskQueue *q) {
         return false;
 }
 
+void taskq_stop(TaskQueue *q) {
+        if (!q || !q->started || __atomic_load_n(&q->stop, __ATOMIC_ACQUIRE))
+                return;
+        pthread_mutex_lock(&q->lock);
+        q->stop_deadline = now_usec(CLOCK_REALTIME) + TASKQ_STOP_WAIT_USEC;
+        __atomic_store_n(&q->stop, true, __ATOMIC_RELEASE);
+        pthread_cond_signal(&q->wake);
+        if (q->running && q->interrupt_at_stop)
+                pthread_kill(q->thread, TASKQ_SIGNAL);
+        pthread_mutex_unlock(&q->lock);
+}
+
 TaskQueue *taskq_free(TaskQueue *q) {
         if (!q)
                 return NULL;
         if (q->started) {
-                pthread_mutex_lock(&q->lock);
-                __atomic_store_n(&q->stop, true, __ATOMIC_RELEASE);
-                pthread_cond_signal(&q->wake);
-                if (q->running && q->interrupt_at_stop)
-                        pthread_kill(q->thread, TASKQ_SIGNAL);
-                pthread_mutex_unlock(&q->lock);
+                taskq_stop(q);
                 if (!join_in_time(q))
                         return NULL;
         }

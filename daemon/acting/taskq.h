@@ -39,6 +39,14 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
               TaskQueue **ret);
 TaskQueue *taskq_free(TaskQueue *q);
 
+/*
+ * The first half of taskq_free(): tells the thread to stop and interrupts
+ * its running task, without waiting. The 1.5 s a later taskq_free() waits
+ * count from here, so that queues stopped together are waited for together,
+ * not one after the other. Idempotent; NULL is a no-op.
+ */
+void taskq_stop(TaskQueue *q);
+
 /* Queues a task (the queue owns it on success). -EBUSY when full: the caller keeps it. */
 int taskq_submit(TaskQueue *q, Task *t);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The cgroup jobs that may block in the kernel, run off the event loop on
- * the task queue (taskq.h): writes to memory.high (lowering it reclaims in
+ * task queues (taskq.h): writes to memory.high (lowering it reclaims in
  * the writer's context: lowered in steps of at most 8 MiB under the usage),
  * memory.reclaim in measured steps of at most 8 MiB, and writeback of the
  * files a cgroup's tasks hold open for writing, in bounded ranges. Each job
@@ -16,7 +16,14 @@
 
 #include "taskq.h"
 
+/* Jobs queued, running or waiting to be handed back, in each lane. */
 #define WORKER_QUEUE_MAX 64
+/*
+ * Throttle writes (JOB_FILE_WRITE) run in a lane of their own, reclaim and
+ * writeback in another, each lane on its own thread in the order queued: a
+ * throttle write never waits behind a long job of the other kind.
+ */
+#define WORKER_LANES 2
 
 typedef enum JobKind {
         JOB_FILE_WRITE,         /* write `data` to `file` below the cgroup */
@@ -80,6 +87,13 @@ int worker_new(sd_event *event, const char *proc_root, WorkerDone done, void *us
 Worker *worker_free(Worker *w);
 
 /*
+ * Tells every lane to stop, interrupting its running job, without waiting:
+ * the 1.5 s worker_free() waits at most count from the first call, so that
+ * workers stopped together are waited for together. Idempotent; NULL: no-op.
+ */
+void worker_stop(Worker *w);
+
+/*
  * Queues a copy of `job`; the worker takes its own duplicate of cgroup_dirfd.
  * -EBUSY when the queue is full (the caller tries again at a later tick), -ENOMEM.
  */
@@ -106,5 +120,10 @@ bool worker_swap_congested(void);
 /* Jobs queued, running or waiting to be handed back. */
 size_t worker_pending(Worker *w);
 
-/* The cookie of the job running now (0: none), and when it started (CLOCK_REALTIME). */
-uint64_t worker_running_cookie(Worker *w, uint64_t *ret_started);
+/* The jobs running now, one per lane at most: each one's cookie and when it started
+ * (CLOCK_REALTIME; 0: taken by its thread but not begun). Returns how many. */
+typedef struct WorkerRunning {
+        uint64_t cookie;
+        uint64_t started_usec;
+} WorkerRunning;
+size_t worker_running(Worker *w, WorkerRunning ret[static WORKER_LANES]);

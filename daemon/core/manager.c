@@ -678,6 +678,9 @@ int manager_run(Manager *m) {
                  trigger_set_armed(&m->triggers), m->config->daemon.interval_usec / USEC_PER_MSEC);
         (void) sd_notify(false, "READY=1");
         r = sd_event_loop(m->event);
+        /* Every worker told to stop before any is waited for: they wait out one 1.5 s together. */
+        actuator_stop_jobs(m->actuator);
+        queue_depth_stop_jobs(m->queues);
         actuator_restore_all(m->actuator);
         queue_depth_restore_all(m->queues);
         if (m->observer->devices.known_changed)

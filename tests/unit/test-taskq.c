@@ -4,7 +4,7 @@
  * task past its budget is interrupted; a cancelled one is interrupted or
  * never run; a full queue says so; a stop interrupts the running task, drops
  * the queued ones, and abandons a task that will not return rather than wait
- * for it.
+ * for it; queues stopped together are waited for together.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,7 +22,9 @@ typedef struct T {
         Task task;
         int id;
         int result;
-        unsigned kind;          /* 0: nothing, 1: a blocked read, 2: ignores every signal for 3 s */
+        unsigned kind;          /* 0: nothing, 1: a blocked read, 2: ignores every signal for 30 s (it
+                                 * outlives the program: the queue it abandons stays referenced from its
+                                 * thread, not leaked) */
         int *order, *n_order, *dropped;
 } T;
 
@@ -37,7 +39,7 @@ static void t_run(Task *task) {
                 close(p[0]);
                 close(p[1]);
         } else if (t->kind == 2) {
-                uint64_t end = now_usec(CLOCK_MONOTONIC) + 3 * USEC_PER_SEC;
+                uint64_t end = now_usec(CLOCK_MONOTONIC) + 30 * USEC_PER_SEC;
                 while (now_usec(CLOCK_MONOTONIC) < end)
                         (void) usleep(10000);
         }
@@ -170,12 +172,37 @@ static void test_stop_abandons_what_will_not_return(void **state) {
         sd_event_unref(e);
 }
 
+/* Queues told to stop together are waited for together: two tasks that will not return cost one
+ * wait (1.5 s), not one each. */
+static void test_stopped_together_waited_together(void **state) {
+        sd_event *e = NULL;
+        TaskQueue *q[2] = {};
+        int order[2], n = 0, dropped = 0;
+        uint64_t t0;
+
+        assert_int_equal(sd_event_new(&e), 0);
+        for (size_t i = 0; i < 2; i++) {
+                assert_int_equal(taskq_new(e, "test", 2, true, NULL, &q[i]), 0);
+                assert_int_equal(taskq_submit(q[i], &t_new((int) i, 2, 0, order, &n, &dropped)->task), 0);
+        }
+        (void) usleep(100000);  /* both are running */
+        t0 = now_usec(CLOCK_MONOTONIC);
+        taskq_stop(q[0]);
+        taskq_stop(q[1]);
+        taskq_free(q[0]);
+        taskq_free(q[1]);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
+        assert_int_equal(n, 0);
+        sd_event_unref(e);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_order_and_full),
                 cmocka_unit_test(test_budget_interrupts),
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_stop_abandons_what_will_not_return),
+                cmocka_unit_test(test_stopped_together_waited_together),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
