@@ -45,7 +45,7 @@ struct Actuator {
         EventsWatch *watches;           /* at most one per cgroup of the ledger */
         size_t n_watches;
         Worker *worker;
-        PendingJob pending[WORKER_QUEUE_MAX];
+        PendingJob pending[WORKER_LANES * WORKER_QUEUE_MAX];    /* WORKER_QUEUE_MAX in each lane */
         size_t n_pending;
         uint64_t next_cookie;
         uint64_t page_size;
@@ -126,13 +126,23 @@ static uint64_t value_ahead(const Actuator *a, const ThrottleEntry *t) {
         return v;
 }
 
+/* Jobs in flight in the lane that runs jobs of this kind. */
+static size_t lane_jobs(const Actuator *a, JobKind kind) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < a->n_pending; i++)
+                n += worker_lane(a->pending[i].kind) == worker_lane(kind);
+        return n;
+}
+
 /* Queues `job` for cg, remembering what it is for (`p`: its kind, throttle and value). */
 static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         int r;
 
         if (!a->worker)
                 return -ESHUTDOWN;      /* stopped: the throttles are being restored */
-        if (a->n_pending >= WORKER_QUEUE_MAX)
+        /* Counted by lane: reclaims and writebacks that fill theirs leave room for throttle writes. */
+        if (lane_jobs(a, p.kind) >= WORKER_QUEUE_MAX)
                 return -EBUSY;
         job->kind = p.kind;
         job->cookie = p.cookie = ++a->next_cookie;
@@ -202,7 +212,7 @@ static bool high_takes_at_once(const Actuator *a, const Cgroup *cg, uint64_t v) 
  * takes to reclaim each step.
  */
 static void supersede_writes(Actuator *a, const ThrottleEntry *t, uint64_t keep, uint64_t now) {
-        uint64_t cookies[WORKER_QUEUE_MAX];
+        uint64_t cookies[ELEMENTSOF(a->pending)];
         size_t n = 0;
 
         for (size_t i = 0; i < a->n_pending; i++)
@@ -1245,7 +1255,7 @@ int actuator_new(const ActuatorArgs *args, Actuator **ret) {
         r = watches_init(a, args->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch cgroup.events: %m");
-        r = worker_new(args->event, args->proc_root ?: "/proc", on_job_done, a, &a->worker);
+        r = worker_new(args->event, "worker", args->proc_root ?: "/proc", true, on_job_done, a, &a->worker);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the worker thread: %m");
         *ret = TAKE_PTR(a);

@@ -477,7 +477,7 @@ int queue_depth_new(const QueueDepthArgs *args, QueueDepth **ret) {
         ledger_init(&q->ledger, args->ledger_file);
         if (args->ledger_file && !q->ledger.file)
                 return -ENOMEM;
-        r = worker_new(args->event, "/proc", on_job_done, q, &q->worker);
+        r = worker_new(args->event, "qdepth", "/proc", false, on_job_done, q, &q->worker);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the device queue worker thread: %m");
         *ret = TAKE_PTR(q);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ struct TaskQueue {
         int efd;
         sd_event_source *source;
         void *userdata;
+        char comm[16];                  /* the thread's name (15 bytes at most, as the kernel keeps it) */
 };
 
 static __thread TaskQueue *current_queue;
@@ -116,6 +118,8 @@ static void *taskq_main(void *arg) {
         sigfillset(&ss);
         sigdelset(&ss, TASKQ_SIGNAL);
         pthread_sigmask(SIG_SETMASK, &ss, NULL);
+        /* Named by itself: another thread could only write /proc/self/task/TID/comm. */
+        (void) prctl(PR_SET_NAME, q->comm);
         sev._sigev_un._tid = (pid_t) syscall(SYS_gettid);
         q->have_timer = timer_create(CLOCK_MONOTONIC, &sev, &q->timer) == 0;
         current_queue = q;
@@ -191,13 +195,13 @@ static void taskq_freep(TaskQueue **q) {
 int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_stop, void *userdata,
               TaskQueue **ret) {
         _cleanup_(taskq_freep) TaskQueue *q = calloc(1, sizeof(TaskQueue));
-        char comm[16];
         int r;
 
         if (!q)
                 return -ENOMEM;
         q->max = max;
         q->interrupt_at_stop = interrupt_at_stop;
+        snprintf(q->comm, sizeof(q->comm), "%s", name);        /* as ps -L shows the thread */
         q->userdata = userdata;
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->wake, NULL);
@@ -211,9 +215,6 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
         r = taskq_start(q);
         if (r < 0)
                 return r;
-        /* The thread's name, as ps -L and /proc/PID/task/TID/comm show it (15 bytes at most). */
-        snprintf(comm, sizeof(comm), "%s", name);
-        (void) pthread_setname_np(q->thread, comm);
         *ret = TAKE_PTR(q);
         return 0;
 }

@@ -5,8 +5,8 @@
  * back on the loop through an eventfd. A task may carry a time budget, after
  * which its thread is interrupted with a signal (a blocked write returns
  * EINTR; the kernel's reclaim loops stop on a pending signal). The worker
- * (reclaim, writeback, throttle writes), the policy writer and the metrics
- * textfile (serving/metrics-file.c) each run one.
+ * runs two (throttle writes; reclaim and writeback: worker.h), the policy
+ * writer and the metrics textfile (serving/metrics-file.c) one each.
  */
 #pragma once
 

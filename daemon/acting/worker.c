@@ -41,11 +41,8 @@ typedef enum Lane {
         LANE_COUNT,
 } Lane;
 
-static const char *const lane_name[LANE_COUNT] = { "worker-throttle", "worker-bulk" };
-
 struct Worker {
-        TaskQueue *lanes[LANE_COUNT];   /* each started with its first job */
-        sd_event *event;
+        TaskQueue *lanes[LANE_COUNT];
         char proc_root[128];
         WorkerDone on_done;
         void *userdata;
@@ -378,20 +375,33 @@ static void job_done(Task *t, void *userdata) {
         job_free(j);
 }
 
-static Lane lane_of(JobKind kind) {
+unsigned worker_lane(JobKind kind) {
         return kind == JOB_FILE_WRITE ? LANE_THROTTLE : LANE_BULK;
 }
 
-int worker_new(sd_event *event, const char *proc_root, WorkerDone done, void *userdata, Worker **ret) {
-        Worker *w = calloc(1, sizeof(Worker));
+static void worker_freep(Worker **w) {
+        worker_free(*w);
+}
+
+int worker_new(sd_event *event, const char *name, const char *proc_root, bool bulk_lane, WorkerDone done,
+               void *userdata, Worker **ret) {
+        static const char *const lane_suffix[LANE_COUNT] = { "throttle", "bulk" };
+        _cleanup_(worker_freep) Worker *w = calloc(1, sizeof(Worker));
+        char lane_name[32];
+        int r;
 
         if (!w)
                 return -ENOMEM;
-        w->event = sd_event_ref(event);
         w->on_done = done;
         w->userdata = userdata;
         snprintf(w->proc_root, sizeof(w->proc_root), "%s", proc_root);
-        *ret = w;
+        for (Lane l = 0; l < (bulk_lane ? LANE_COUNT : LANE_BULK); l++) {
+                snprintf(lane_name, sizeof(lane_name), "%s-%s", name, lane_suffix[l]);
+                r = taskq_new(event, lane_name, WORKER_QUEUE_MAX, true, w, &w->lanes[l]);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(w);
         return 0;
 }
 
@@ -409,23 +419,18 @@ Worker *worker_free(Worker *w) {
         worker_stop(w);
         for (Lane l = 0; l < LANE_COUNT; l++)
                 taskq_free(w->lanes[l]);
-        sd_event_unref(w->event);
         free(w);
         return NULL;
 }
 
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         _cleanup_free_ Job *j = malloc(sizeof(Job));
-        Lane l = lane_of(job->kind);
         int r;
 
         if (!j)
                 return -ENOMEM;
-        if (!w->lanes[l]) {
-                r = taskq_new(w->event, lane_name[l], WORKER_QUEUE_MAX, true, w, &w->lanes[l]);
-                if (r < 0)
-                        return r;
-        }
+        if (!w->lanes[worker_lane(job->kind)])
+                return -EINVAL;         /* a worker without that lane */
         *j = *job;
         j->task = (Task) { .run = job_run, .done = job_done, .drop = job_drop,
                            /* Writeback checks its own deadline between ranges. */
@@ -438,7 +443,7 @@ int worker_submit(Worker *w, const Job *job, int cgroup_dirfd) {
         j->dirfd = fcntl(cgroup_dirfd, F_DUPFD_CLOEXEC, 3);
         if (j->dirfd < 0)
                 return negative_errno();
-        r = taskq_submit(w->lanes[l], &j->task);
+        r = taskq_submit(w->lanes[worker_lane(j->kind)], &j->task);
         if (r < 0) {
                 closep(&j->dirfd);
                 return r;

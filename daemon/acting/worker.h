@@ -5,8 +5,8 @@
  * the writer's context: lowered in steps of at most 8 MiB under the usage),
  * memory.reclaim in measured steps of at most 8 MiB, and writeback of the
  * files a cgroup's tasks hold open for writing, in bounded ranges. Each job
- * has a time budget; at stop the running one is interrupted, and returns
- * once the kernel is done with its current step.
+ * has a time budget; at stop the running ones are interrupted, and return
+ * once the kernel is done with their current step.
  */
 #pragma once
 
@@ -79,11 +79,17 @@ typedef struct Job {
         uint64_t high_written;  /* memory.high: the last value the job wrote (0: none) */
 } Job;
 
+/* The lane (0 .. WORKER_LANES - 1) jobs of this kind run in. */
+unsigned worker_lane(JobKind kind);
+
 typedef struct Worker Worker;
 typedef void (*WorkerDone)(const Job *job, void *userdata);
 
-/* `proc_root`: where JOB_WRITEBACK finds /proc ("/proc" outside tests). */
-int worker_new(sd_event *event, const char *proc_root, WorkerDone done, void *userdata, Worker **ret);
+/* `name`: its threads are called NAME-throttle and NAME-bulk (15 bytes kept). `proc_root`: where
+ * JOB_WRITEBACK finds /proc ("/proc" outside tests). Without `bulk_lane`, a worker for throttle
+ * writes alone: a job of another kind is refused (-EINVAL). */
+int worker_new(sd_event *event, const char *name, const char *proc_root, bool bulk_lane, WorkerDone done,
+               void *userdata, Worker **ret);
 Worker *worker_free(Worker *w);
 
 /*
@@ -95,7 +101,8 @@ void worker_stop(Worker *w);
 
 /*
  * Queues a copy of `job`; the worker takes its own duplicate of cgroup_dirfd.
- * -EBUSY when the queue is full (the caller tries again at a later tick), -ENOMEM.
+ * -EBUSY when its lane is full (the caller tries again at a later tick), -ENOMEM,
+ * -EINVAL for a kind it has no lane for, or the errno of the fd's duplicate.
  */
 int worker_submit(Worker *w, const Job *job, int cgroup_dirfd);
 

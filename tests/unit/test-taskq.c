@@ -185,7 +185,9 @@ static void test_stopped_together_waited_together(void **state) {
                 assert_int_equal(taskq_new(e, "test", 2, true, NULL, &q[i]), 0);
                 assert_int_equal(taskq_submit(q[i], &t_new((int) i, 2, 0, order, &n, &dropped)->task), 0);
         }
-        (void) usleep(100000);  /* both are running */
+        for (int i = 0; i < 300 && !(taskq_running(q[0]) && taskq_running(q[1])); i++)
+                (void) usleep(10000);
+        assert_true(taskq_running(q[0]) && taskq_running(q[1]));       /* both run: neither is dropped */
         t0 = now_usec(CLOCK_MONOTONIC);
         taskq_stop(q[0]);
         taskq_stop(q[1]);
@@ -193,6 +195,7 @@ static void test_stopped_together_waited_together(void **state) {
         taskq_free(q[1]);
         assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 2 * USEC_PER_SEC);
         assert_int_equal(n, 0);
+        assert_int_equal(dropped, 0);
         sd_event_unref(e);
 }
 

@@ -153,10 +153,11 @@ grep -E "CGROUP|$w" /tmp/top.txt | cut -c 1-150
 section "$w: a looser DirtyLimit="
 # The budget goes while the writer is under DirtyBackground (a moment, every
 # few seconds) and comes back over DirtyLimit: it must be loosened while in
-# force, so a command that came while it had lapsed (no recompute event) is
-# tried again with a looser limit still.
+# force, so a command that came while it had lapsed (no recompute event), or
+# whose raise the lapse overtook before the file was read (max), is tried
+# again with a looser limit still.
 took= ev_ms=
-for lim in 16 24 32; do
+for lim in 16 24 32 40; do
     within 10000 has_high "$w"
     before=$H
     t_run=${EPOCHREALTIME/./}
@@ -169,7 +170,7 @@ for lim in 16 24 32; do
     events_of "$w" dirty-budget > /tmp/budget.json
     ev_ms=$(event_ms /tmp/budget.json "(.reason | test(\"DirtyLimit changed from [0-9]+ to $((lim << 20)) \")) and .realtime_usec >= $t_run" "$t0")
     note "DirtyLimit=${lim}M: memory.high $before -> $after seen ${took} ms after policy set returned (it ran $(( (t0 - t_run) / 1000 )) ms); the daemon's event at ${ev_ms:-none} ms"
-    [ -z "$ev_ms" ] || break
+    [ -z "$ev_ms" ] || [ "$after" = max ] || break
 done
 check "memory.high is raised" test "$after" != max -a "$after" -gt "$before"
 [ "$after" != max ] && [ "$after" -gt "$before" ] || jq -r '.message' /tmp/budget.json | tail -n 4 | cut -c 1-220
@@ -177,11 +178,10 @@ check "... recomputed for the new limit (dirty-budget event)" test -n "$ev_ms"
 check_cmp "... written within two ticks (1 s) of the policy change (ms, the daemon's event)" "$ev_ms" -le 1000
 # The file may lag the event: a raise to a value still under the cgroup's
 # usage goes through the worker (the kernel reclaims to it in the writer's
-# context), and waits there for the job before it (a writeback, or a
-# lowering's step): 145-313 ms in most runs, 1.9 and 2.9 s in two of four
-# (2026-12-05). The daemon's promptness is the check above; this one bounds
-# the worker's queue, a known limit of a single worker.
-check_cmp "... seen in the file within 3 s (ms; the worker's queue)" "$took" -le 3000
+# context), in the throttle lane. When one thread ran every job the raise
+# waited there behind a writeback: 1.9 and 2.9 s in two runs of four
+# (2026-12-05), against 145-313 ms in the others.
+check_cmp "... seen in the file within 1.5 s (ms; two ticks and the throttle lane)" "$took" -le 1500
 
 section "$w: mdctl release --for 15s"
 t_run=${EPOCHREALTIME/./}
