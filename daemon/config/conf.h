@@ -32,7 +32,7 @@
 #define PRESSURE_WINDOW_DEFAULT_USEC USEC_PER_SEC
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */
-#define GUARD_RATE_DEFAULT_PPM 700000                  /* 70% of a device, [WritePoint] GuardRate= */
+#define GUARD_RATE_DEFAULT_PPM 750000                  /* 75% of a device, [WritePoint] GuardRate= */
 /* IOLatencyTarget=: under a millisecond is under what one request takes on any disk; over 10 s
  * protects nothing. */
 #define IO_LATENCY_TARGET_MIN_USEC 1000

@@ -30,7 +30,7 @@
 # MDR_WP_LIMIT=25% (in vmtest's environment) sets IOPressureLimit= (default 10%),
 # MDR_WP_GLOBAL_GUARD=100% GlobalDirtyGuard= (default 80%; 100%: the host's
 # dirty guard only where the kernel's own throttling starts),
-# MDR_WP_GUARD_RATE=75% GuardRate= (default 70%, the shipped default).
+# MDR_WP_GUARD_RATE=70% GuardRate= (unset: the shipped default, 75%).
 # The mdreclaimd case runs the shipped defaults: on btrfs that is the latency
 # target of IOLatencyTargetByFilesystem= (MDR_WP_FS_LATENCY, default
 # btrfs:10ms; "off": the stall share on every filesystem); mdreclaimd-qd the
@@ -70,7 +70,7 @@ IOPressureLimit=${MDR_WP_LIMIT:-10%}
 CapHoldTime=5s
 GlobalDirtyGuard=${MDR_WP_GLOBAL_GUARD:-80%}
 ManageQueueDepth=no
-GuardRate=${MDR_WP_GUARD_RATE:-70%}
+${MDR_WP_GUARD_RATE:+GuardRate=$MDR_WP_GUARD_RATE}
 #IOLatencyTarget=
 IOLatencyTargetByFilesystem=${MDR_WP_FS_LATENCY:-btrfs:10ms}
 EOT
