@@ -23,6 +23,7 @@ struct MetricsFile {
         Manager *manager;
         TaskQueue *queue;
         sd_event_source *timer;
+        sd_event_source *exit_source;   /* tells the writer to stop as the loop ends */
         char *written_dir;              /* where the file is; NULL: nowhere */
         RateLimit failures;
 };
@@ -176,6 +177,15 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 
+/* As the loop ends, before the daemon restores its throttles: a write in progress is told to stop
+ * now, so that its wait runs alongside the workers' (manager.c), not after the restore. */
+static int on_loop_exit(sd_event_source *s, void *userdata) {
+        MetricsFile *mf = userdata;
+
+        taskq_stop(mf->queue);
+        return 0;
+}
+
 int metrics_file_new(Manager *m, MetricsFile **ret) {
         _cleanup_(metrics_file_freep) MetricsFile *mf = calloc(1, sizeof(MetricsFile));
         int r;
@@ -191,6 +201,9 @@ int metrics_file_new(Manager *m, MetricsFile **ret) {
         if (r < 0)
                 return log_error_errno(r, "Cannot create the metrics timer: %m");
         (void) sd_event_source_set_description(mf->timer, "metrics-textfile");
+        r = sd_event_add_exit(m->event, &mf->exit_source, on_loop_exit, mf);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the loop's end for the metrics writer: %m");
         *ret = TAKE_PTR(mf);
         return 0;
 }
@@ -201,6 +214,7 @@ MetricsFile *metrics_file_free(MetricsFile *mf) {
         if (!mf)
                 return NULL;
         sd_event_source_disable_unref(mf->timer);
+        sd_event_source_disable_unref(mf->exit_source);
         /* A write in progress is interrupted (the file in place is whole either way), then the file goes:
          * a daemon that stopped has no figures. At stop, the loop no longer runs: this may block. */
         taskq_free(mf->queue);
