@@ -338,7 +338,7 @@ static const ConfKeyDef daemon_keys[] = {
         { "WritePoint", "GlobalDirtyGuard", cv_percent_nonzero, offsetof(DaemonSettings, global_dirty_guard_ppm),
           "a percentage of the kernel's dirty threshold above 0% (e.g. 80%)" },
         { "WritePoint", "GuardRate", cv_percent, offsetof(DaemonSettings, guard_rate_ppm),
-          "a percentage of the device's capacity, 0% to wait for a stall (e.g. 70%)" },
+          "a percentage of the device's capacity, 0% to wait for a stall (e.g. 75%)" },
         { "WritePoint", "ManageQueueDepth", cv_bool, offsetof(DaemonSettings, manage_queue_depth), "yes or no" },
         { "WritePoint", "IOLatencyTarget", cv_latency_target, offsetof(DaemonSettings, io_latency_target_usec),
           "off, or a duration between 1ms and 10s (e.g. 20ms)" },
