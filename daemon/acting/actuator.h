@@ -99,8 +99,8 @@ const LedgerHold *actuator_released(const Actuator *a, const char *path);
 #define ACTUATOR_STOPPING_MAX 64
 void actuator_unit_stopping(Actuator *a, const char *unit, bool stopping);
 
-/* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if the queue is full,
- * -EINVAL for another kind). */
+/* Runs a reclaim or writeback job on the cgroup (-ENODEV if gone, -EBUSY if their lane of the
+ * worker is full, -EINVAL for another kind). */
 int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job);
 
 /* The operator's action whose job runs now (0: none), and since when (CLOCK_REALTIME). */
