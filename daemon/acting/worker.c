@@ -32,7 +32,8 @@
 /*
  * Two lanes, each a queue with its own thread, so that a throttle write never
  * waits behind a long job: a memory.high raise still under the usage waited
- * 2.9 s behind a writeback (CI, vm-operator) when both shared one thread.
+ * 2.3 s behind the job before it (CI, vm-operator; most likely one of the
+ * writer's writebacks) when both shared one thread.
  * Jobs of one lane run in the order queued; the two lanes run side by side.
  */
 typedef enum Lane {

@@ -194,8 +194,9 @@ check "... the file took the value the daemon wrote ($want)" test -n "$took"
 # The file may lag the event: a raise to a value still under the cgroup's
 # usage goes through the worker (the kernel reclaims to it in the writer's
 # context), in the throttle lane. When one thread ran every job the raise
-# waited there behind a writeback: 1.9 and 2.9 s in two runs of four
-# (2026-12-05), against 145-313 ms in the others.
+# waited there behind the job before it (the writer's writebacks, most
+# likely): seen in the file 1.9 and 2.9 s after the command in two runs of
+# four (2026-12-05), against 145-313 ms in the others.
 check_cmp "... seen in the file within 1.5 s (ms; two ticks and the throttle lane)" "$took" -le 1500
 
 section "$w: mdctl release --for 15s"
