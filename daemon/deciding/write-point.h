@@ -78,12 +78,14 @@
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
 #define WP_CAP_BACKLOG_MIN (UINT64_C(16) << 20)        /* ...but at least this much */
-/* A shallow device queue: what was measured on the reference kernel (issue 15: with an io.max cap
- * at 72 % of a 16 MiB/s disk, the victim's p99 fell from 407 to 70 ms and its worst op from 0.43
- * to 0.15 s). 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ); 128 KiB requests
- * keep a queue of 4 at a fraction of a second of the device even at a few MiB/s. */
+/* A shallow device queue. 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ). Each of a
+ * protected cgroup's dependent writes waits behind up to that many of the writers' requests, so
+ * their size is the wait: on the reference kernel's 16 MiB/s disk a request of 128 KiB is 8 ms
+ * of the device, one of 32 KiB 2 ms, and on btrfs, whose fsync is a chain of such waits, 32 KiB
+ * requests took the victim's worst op from 197 to 100 ms with the writer's rate unchanged
+ * (docs/write-point.md). */
 #define WP_QUEUE_NR_REQUESTS 4
-#define WP_QUEUE_MAX_SECTORS_KB 128
+#define WP_QUEUE_MAX_SECTORS_KB 32
 #define WP_QUEUES_MAX 64
 
 typedef struct WpCgroup {
@@ -249,5 +251,3 @@ uint64_t write_point_budget_high(const WpCgroup *c, uint64_t budget, uint32_t di
 /* The io stall a protected cgroup has alone, learnt so far; 0: none yet. */
 uint32_t write_point_baseline(const WritePointState *state, uint64_t cgroup_id);
 
-/* Whether `a` is `b` or below it (cgroup paths). */
-bool cgroup_path_is_below(const char *a, const char *b);

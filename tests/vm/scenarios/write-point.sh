@@ -55,6 +55,11 @@ esac
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
 bps=${MDR_WRITE_BPS:-16777216}
+# The request size of the daemon's shallow queue (WP_QUEUE_MAX_SECTORS_KB in
+# daemon/deciding/write-point.h): what the lever's case checks it held, and
+# the size of the bench's static setting "static-72-qd4-$qd_kb", the same
+# queue set by hand (MDR_WP_QD_KB for a binary built with another size).
+qd_kb=${MDR_WP_QD_KB:-32}
 
 vcg=$(new_cgroup mdr-victim) || fatal "cannot create the victim's cgroup"
 wcg=$(new_cgroup mdr-writer) || fatal "cannot create the writer's cgroup"
@@ -181,7 +186,7 @@ daemon_case() {
         "$conf/etc/mdreclaim/mdreclaimd.conf"
     cp /tmp/daemon.log "/tmp/daemon-$fs-$name.log"
     if [ "$qd" = yes ]; then
-        check "$name: the queue was shallow in the middle of the case" test "$(cat /tmp/qd-mid)" = "4 128"
+        check "$name: the queue was shallow in the middle of the case" test "$(cat /tmp/qd-mid)" = "4 $qd_kb"
         check "$name: a clean stop put nr_requests back ($nr)" test "$(cat "$q/nr_requests")" = "$nr"
         check "$name: ... and max_sectors_kb ($ms)" test "$(cat "$q/max_sectors_kb")" = "$ms"
     fi
@@ -243,6 +248,16 @@ if [ "$bench" = 0 ] || want static-72-qd4; then
     run_case static-72-qd4
     echo "$devno wbps=max" > "$wcg/io.max"
     cases="$cases static-72-qd4"
+fi
+# The daemon's shallow queue set by hand, with the same cap: what the lever
+# buys by being there only while the victim is active, and no more.
+if [ "$bench" = 1 ] && want "static-72-qd4-$qd_kb"; then
+    echo "== queue depth 4 with $qd_kb KiB requests (the daemon's) and io.max at 72 % of the device"
+    echo 4 > "$q/nr_requests" && echo "$qd_kb" > "$q/max_sectors_kb"
+    echo "$devno wbps=$((bps * 72 / 100))" > "$wcg/io.max"
+    run_case "static-72-qd4-$qd_kb"
+    echo "$devno wbps=max" > "$wcg/io.max"
+    cases="$cases static-72-qd4-$qd_kb"
 fi
 echo "$nr" > "$q/nr_requests"; echo "$ms" > "$q/max_sectors_kb"
 if [ "$bench" = 1 ]; then
