@@ -30,6 +30,8 @@ typedef struct PendingJob {
         uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then, and the
                                          * job cancelled in the worker; SUPERSEDED_BY_QUEUE: a newer value was
                                          * queued behind it; 0: not superseded */
+        bool shared;                    /* JOB_RECLAIM: a memory.high write on its cgroup was in the other lane
+                                         * at some time while it was pending (Job.shared) */
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */
@@ -135,6 +137,38 @@ static size_t lane_jobs(const Actuator *a, JobKind kind) {
         return n;
 }
 
+/* A memory.high write that may reclaim: one that lowers it (a raise in the worker is under the usage
+ * only by the headroom, and frees nothing). */
+static bool high_lowering(const PendingJob *p) {
+        return p->kind == JOB_FILE_WRITE && p->throttle == THROTTLE_MEMORY_HIGH && p->value < p->from;
+}
+
+/*
+ * A memory.high lowering in the worker reclaims as it steps down, from its
+ * cgroup and so from the cgroups below it, and the lanes run side by side:
+ * a reclaim of that cgroup, one below it or one above it pending at the
+ * same time measures both in memory.current. Marks each such pair's
+ * reclaim when the second of them (p, of cgroup cg) is queued.
+ */
+static void mark_shared(Actuator *a, const Cgroup *cg, PendingJob *p) {
+        if (p->kind != JOB_RECLAIM && !high_lowering(p))
+                return;
+        for (size_t i = 0; i < a->n_pending; i++) {
+                PendingJob *o = &a->pending[i];
+                const Cgroup *ocg;
+
+                if (p->kind == JOB_RECLAIM ? !high_lowering(o) : o->kind != JOB_RECLAIM)
+                        continue;
+                ocg = o->cgroup_id == cg->id ? cg : lookup(a, o->cgroup_id, NULL);
+                if (!ocg || !cgroup_paths_related(ocg->path, cg->path))
+                        continue;
+                if (p->kind == JOB_RECLAIM)
+                        p->shared = true;
+                else
+                        o->shared = true;
+        }
+}
+
 /* Queues `job` for cg, remembering what it is for (`p`: its kind, throttle and value). */
 static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         int r;
@@ -151,6 +185,7 @@ static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         if (r < 0)
                 return r;
         p.cgroup_id = cg->id;
+        mark_shared(a, cg, &p);
         a->pending[a->n_pending++] = p;
         return 0;
 }
@@ -164,7 +199,9 @@ int actuator_run_job(Actuator *a, uint64_t cgroup_id, const Job *job) {
                 return -EINVAL;         /* a throttle's write goes through the ledger (apply()) */
         if (!cg)
                 return err;
-        return submit(a, cg, &j, (PendingJob) { .kind = job->kind, .action_id = job->action_id });
+        /* A job carried on from an earlier one of the same request keeps its `shared`. */
+        return submit(a, cg, &j, (PendingJob) { .kind = job->kind, .action_id = job->action_id,
+                                                 .shared = job->shared });
 }
 
 uint64_t actuator_running_action(const Actuator *a, uint64_t *ret_started) {
@@ -1218,6 +1255,7 @@ static void on_job_done(const Job *job, void *userdata) {
         Actuator *a = userdata;
         PendingJob p = {};
         const char *unit = NULL;
+        Job shared;
 
         for (size_t i = 0; i < a->n_pending; i++)
                 if (a->pending[i].cookie == job->cookie) {
@@ -1234,6 +1272,11 @@ static void on_job_done(const Job *job, void *userdata) {
         if (p.kind == JOB_WRITEBACK) {
                 (void) lookup(a, p.cgroup_id, &unit);
                 writeback_event(a, job, unit);
+        }
+        if (p.shared) {
+                shared = *job;
+                shared.shared = true;
+                job = &shared;
         }
         a->ops->job_done(job, p.cgroup_id, a->userdata);
 }

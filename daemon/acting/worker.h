@@ -53,6 +53,10 @@ typedef struct Job {
         uint64_t freed_earlier; /* JOB_RECLAIM: what earlier jobs of this request freed */
         uint64_t earlier_usec;  /* JOB_RECLAIM: how long they took */
         uint64_t first_started_usec;    /* JOB_RECLAIM: when the first of them started (0: this is it) */
+        bool shared;            /* JOB_RECLAIM: a memory.high lowering of its cgroup, one above or one below
+                                 * was in the other lane while it was pending, so before - after is not
+                                 * its own alone; set by the actuator, carried on by the submitter from an
+                                 * earlier job of the request */
         bool to_completion;     /* JOB_WRITEBACK: each range written and waited for, within the budget */
         uint64_t headroom;      /* JOB_FILE_WRITE of memory.high: a value this far over the usage is
                                  * taken without a reclaim (0: none is written in its place) */

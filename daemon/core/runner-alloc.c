@@ -72,6 +72,7 @@ static size_t gather(const AllocRunner *r, const Observer *o, ApCgroup *out, siz
 typedef struct ReclaimFigures {
         uint64_t asked, freed, duration_usec;
         bool budget_reached;
+        bool shared;            /* a memory.high lowering reclaimed beside it (Job.shared) */
         uint64_t action_id;     /* an operator's action; 0: the point's */
 } ReclaimFigures;
 
@@ -80,7 +81,7 @@ static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char 
         char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16], f_action[48];
         const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs,
                                  f->budget_reached ? "BUDGET_REACHED=yes" : "BUDGET_REACHED=no",
-                                 f->action_id ? f_action : NULL, NULL };
+                                 f->shared ? "SHARED=yes" : "SHARED=no", f->action_id ? f_action : NULL, NULL };
 
         snprintf(f_action, sizeof(f_action), "ACTION_ID=%" PRIu64, f->action_id);
         snprintf(f_asked, sizeof(f_asked), "BYTES_ASKED=%" PRIu64, f->asked);
@@ -213,6 +214,7 @@ static int submit_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry
         if (earlier) {
                 job.freed_earlier = earlier->freed_earlier + u64_delta(earlier->before, earlier->after);
                 job.swap_was_busy = earlier->swap_was_busy || earlier->swap_busy;
+                job.shared = earlier->shared;
                 job.earlier_usec = earlier->earlier_usec + earlier->duration_usec;
                 job.first_started_usec = earlier->first_started_usec ?: earlier->started_usec;
                 /* The request's time budget, not a new one. */
@@ -260,8 +262,9 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, cgroup_id);
         uint64_t tick = ctx->config->daemon.interval_usec;
         ReclaimFigures f = { .asked = job->bytes, .freed = u64_delta(job->before, job->after),
-                             .duration_usec = job->duration_usec, .budget_reached = job->interrupted };
-        char extra[96];
+                             .duration_usec = job->duration_usec, .budget_reached = job->interrupted,
+                             .shared = job->shared };
+        char extra[128];
 
         if (job->kind != JOB_RECLAIM)
                 return 0;
@@ -274,7 +277,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                 /* Asked again without it; the point's request (or the operator's action) stays in flight meanwhile. */
                 if (e && submit_reclaim(r, ctx, e, job->bytes, true, job->data, job->action_id, job, NULL) > 0)
                         return 1;
-                alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, now, tick);
+                alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, true, now, tick);
                 return 0;
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
@@ -284,9 +287,10 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
         else if (e) {
                 r->reclaims++;
                 r->reclaimed_bytes += f.freed;
-                snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s", job->bytes,
+                snprintf(extra, sizeof(extra), " of %" PRIu64 " asked in %" PRIu64 "ms%s%s", job->bytes,
                          job->duration_usec / USEC_PER_MSEC, job->interrupted ? ", time budget reached" :
-                         job->swap_busy ? ", stopped: the swap disk is congested" : "");
+                         job->swap_busy ? ", stopped: the swap disk is congested" : "",
+                         job->shared ? ", shared with a memory.high write" : "");
                 f.action_id = job->action_id;
                 reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
                 /* What is left of it (as the worker counted, at least what each write asked) goes on cache
@@ -299,7 +303,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                                 return 1;
                 }
         }
-        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, now, tick);
+        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, job->shared, now, tick);
         return 0;
 }
 
@@ -320,7 +324,7 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
                 reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
                               a->reason);
                 if (a->kind == AP_RECLAIM)
-                        alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, now,
+                        alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, false, now,
                                                  ctx->config->daemon.interval_usec);
                 return 0;
         }

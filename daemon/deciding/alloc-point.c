@@ -333,15 +333,15 @@ uint32_t alloc_point_slab_yield(const AllocPointState *s, uint64_t id) {
         return 0;
 }
 
-void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, uint64_t freed, uint64_t now,
-                              uint64_t tick) {
+void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, uint64_t freed, bool shared,
+                              uint64_t now, uint64_t tick) {
         ApCgroupState *cs = state_of(s, id, false);
 
         if (!cs)
                 return;
         cs->inflight = false;
         cs->last_reclaim_usec = now;
-        if (cs->slab_inflight && asked > 0)
+        if (cs->slab_inflight && asked > 0 && !shared)
                 learn_yield(cs, asked, freed);
         cs->slab_inflight = false;
         /* Got what it asked (EAGAIN happens even then): the loop may go on; otherwise wait. */

@@ -113,9 +113,11 @@ typedef struct ApPlan {
 void alloc_point_decide(const ApCgroup *cgroups, size_t n, const ApSettings *st, uint64_t now_usec,
                         AllocPointState *state, ApPlan *ret);
 
-/* A reclaim finished: `freed` bytes (memory.current before - after). */
+/* A reclaim finished: `freed` bytes (memory.current before - after). `shared`: `freed` is not what
+ * the request's own writes yielded (a memory.high lowering reclaimed beside it, Job.shared, or none
+ * of its writes was made), and no yield is learnt from it. */
 void alloc_point_reclaim_done(AllocPointState *state, uint64_t cgroup_id, uint64_t asked, uint64_t freed,
-                              uint64_t now_usec, uint64_t tick_usec);
+                              bool shared, uint64_t now_usec, uint64_t tick_usec);
 
 /* The yield learnt for a cgroup's slab reclaims (AP_YIELD_ONE = 1x; 0: none yet). */
 uint32_t alloc_point_slab_yield(const AllocPointState *state, uint64_t cgroup_id);

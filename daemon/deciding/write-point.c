@@ -22,17 +22,6 @@ const char *wp_action_to_string(WpActionKind k) {
         return k <= WP_LIFT_QUEUE ? names[k] : NULL;
 }
 
-bool cgroup_path_is_below(const char *a, const char *b) {
-        size_t lb = strlen(b);
-
-        if (streq(b, "/"))
-                return true;
-        return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
-}
-
-static bool related(const char *a, const char *b) {
-        return cgroup_path_is_below(a, b) || cgroup_path_is_below(b, a);
-}
 
 static uint64_t ppm_of(uint64_t base, uint32_t ppm) {
         return base / 1000000 * ppm + base % 1000000 * ppm / 1000000;
@@ -123,7 +112,7 @@ static WpDeviceQuiet *quiet_of(WritePointState *s, uint32_t major, uint32_t mino
 /* ---- baselines: what a protected cgroup stalls on io when nobody else writes ---- */
 
 static bool may_cap(const WpCgroup *w, const WpCgroup *victim) {
-        return !w->protect && w->policy->priority <= victim->policy->priority && !related(w->path, victim->path);
+        return !w->protect && w->policy->priority <= victim->policy->priority && !cgroup_paths_related(w->path, victim->path);
 }
 
 static WpBaseline *baseline_of(WritePointState *s, uint64_t id, bool create) {

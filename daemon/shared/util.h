@@ -59,6 +59,20 @@ static inline bool streq_ptr(const char *a, const char *b) {
         return streq(a, b);
 }
 
+/* Whether cgroup path `a` is `b` or below it. */
+static inline bool cgroup_path_is_below(const char *a, const char *b) {
+        size_t lb = strlen(b);
+
+        if (streq(b, "/"))
+                return true;
+        return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
+}
+
+/* Whether one of two cgroups is the other or below it: what either holds, the other counts. */
+static inline bool cgroup_paths_related(const char *a, const char *b) {
+        return cgroup_path_is_below(a, b) || cgroup_path_is_below(b, a);
+}
+
 /* A negative errno from the current errno, never 0 even if errno was lost. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;

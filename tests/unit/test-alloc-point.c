@@ -68,7 +68,7 @@ static void test_step_sized_by_distance_to_target(void **s) {
         /* One reclaim at a time. */
         decide(2 * SEC);
         assert_null(find(AP_RECLAIM, 1));
-        alloc_point_reclaim_done(&state, 1, 16 * MIB, 17 * MIB, 2 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, 16 * MIB, 17 * MIB, false, 2 * SEC, SEC);
         cg[0].stall_ppm = 750; /* a quarter of the target left */
         decide(3 * SEC);
         assert_int_equal(must(AP_RECLAIM, 1)->value, 4 * MIB);
@@ -105,7 +105,7 @@ static void test_floors(void **s) {
         cold.cache_floor = 1090 * MIB;   /* only 10 MiB above the floor */
         decide(1 * SEC);
         assert_int_equal(must(AP_RECLAIM, 1)->value, 10 * MIB);
-        alloc_point_reclaim_done(&state, 1, 10 * MIB, 10 * MIB, 1 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, 10 * MIB, 10 * MIB, false, 1 * SEC, SEC);
         cold.cache_floor = 1100 * MIB;
         decide(2 * SEC);
         assert_null(find(AP_RECLAIM, 1));
@@ -120,7 +120,7 @@ static void test_floors(void **s) {
 static void test_stall_after_reclaim_learns_a_floor(void **s) {
         decide(1 * SEC);
         assert_int_equal(must(AP_RECLAIM, 1)->value, 16 * MIB);
-        alloc_point_reclaim_done(&state, 1, 16 * MIB, 16 * MIB, 1 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, 16 * MIB, 16 * MIB, false, 1 * SEC, SEC);
         /* The stall rises right after: what was reclaimed was still used. */
         cg[0].reclaimable = 1084 * MIB;
         cg[0].stall_ppm = 3000;
@@ -149,7 +149,7 @@ static void test_metadata_cache_max(void **s) {
         assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "MetadataCacheMax"));
         /* It freed as much as asked: back to the band's lower edge. */
-        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 3 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, false, 3 * SEC, SEC);
         decide(4 * SEC);
         assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
 }
@@ -158,7 +158,7 @@ static void test_metadata_cache_max(void **s) {
 static uint64_t slab_round(uint64_t id, uint64_t now, double times) {
         uint64_t asked = must(AP_RECLAIM, id)->value;
 
-        alloc_point_reclaim_done(&state, id, asked, (uint64_t) ((double) asked * times), now, SEC);
+        alloc_point_reclaim_done(&state, id, asked, (uint64_t) ((double) asked * times), false, now, SEC);
         decide(now + SEC / 2);
         return must(AP_RECLAIM, id)->value;
 }
@@ -191,6 +191,26 @@ static void test_slab_yield_learnt(void **s) {
         assert_true(next <= excess / 20);
 }
 
+/* What a reclaim measured while a memory.high write reclaimed the same cgroup teaches nothing. */
+static void test_slab_yield_not_learnt_when_shared(void **s) {
+        uint64_t asked;
+
+        hog.metadata_cache_max = 64 * MIB;
+        hog.reclaim_step_max = 64 * MIB;
+        cg[1].slab_reclaimable = 80 * MIB;
+        decide(1 * SEC);
+        asked = must(AP_RECLAIM, 2)->value;
+        alloc_point_reclaim_done(&state, 2, asked, 30 * asked, true, 2 * SEC, SEC);
+        assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
+        decide(3 * SEC);
+        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);  /* still the request to learn from */
+        /* Once learnt, a shared one leaves it as it was. */
+        (void) slab_round(2, 4 * SEC, 3);
+        asked = must(AP_RECLAIM, 2)->value;
+        alloc_point_reclaim_done(&state, 2, asked, 40 * asked, true, 5 * SEC, SEC);
+        assert_int_equal(alloc_point_slab_yield(&state, 2), 3 * AP_YIELD_ONE);
+}
+
 static void test_slab_ask_never_under_kernel_minimum(void **s) {
         uint64_t half = 64 * MIB / 10;
 
@@ -201,7 +221,7 @@ static void test_slab_ask_never_under_kernel_minimum(void **s) {
         /* Huge batches whatever is asked: 1000x. */
         (void) slab_round(2, 2 * SEC, 1000);
         assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
-        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 1000 * AP_SLAB_ASK_MIN, 3 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 1000 * AP_SLAB_ASK_MIN, false, 3 * SEC, SEC);
         /* The band widens to half such a batch, at most a tenth of the cap: the level swings about the cap. */
         cg[1].slab_reclaimable = 64 * MIB + half;
         decide(4 * SEC);
@@ -210,7 +230,7 @@ static void test_slab_ask_never_under_kernel_minimum(void **s) {
         decide(5 * SEC);
         assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         /* Nor when what is left to reclaim is under the minimum. */
-        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 0, 6 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 0, false, 6 * SEC, SEC);
         cg[1].reclaimable = AP_SLAB_ASK_MIN - 1;
         decide(7 * SEC);
         assert_null(find(AP_RECLAIM, 2));
@@ -226,8 +246,8 @@ static void test_slab_yield_per_cgroup(void **s) {
         decide(1 * SEC);
         assert_int_equal(must(AP_RECLAIM, 1)->value, AP_SLAB_ASK_MIN);
         assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
-        alloc_point_reclaim_done(&state, 1, AP_SLAB_ASK_MIN, 20 * AP_SLAB_ASK_MIN, 2 * SEC, SEC);
-        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, 2 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, AP_SLAB_ASK_MIN, 20 * AP_SLAB_ASK_MIN, false, 2 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, false, 2 * SEC, SEC);
         decide(3 * SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 20 * AP_YIELD_ONE);
         assert_int_equal(alloc_point_slab_yield(&state, 2), AP_YIELD_ONE);
@@ -236,13 +256,13 @@ static void test_slab_yield_per_cgroup(void **s) {
         assert_int_equal(a1, 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
         assert_in_range(a0, a1 / 20 - 1, a1 / 20 + 1);
         /* A slab reclaim that freed nothing lowers it; a proactive one teaches it nothing. */
-        alloc_point_reclaim_done(&state, 1, a0, 0, 4 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, a0, 0, false, 4 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
         cold.metadata_cache_max = UINT64_MAX;
         cold.pressure_target_ppm = 1000;
         decide(10 * SEC);
         assert_null(strstr(must(AP_RECLAIM, 1)->reason, "MetadataCacheMax"));
-        alloc_point_reclaim_done(&state, 1, must(AP_RECLAIM, 1)->value, 0, 11 * SEC, SEC);
+        alloc_point_reclaim_done(&state, 1, must(AP_RECLAIM, 1)->value, 0, false, 11 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
 }
 
@@ -257,7 +277,7 @@ static void test_global_pressure_order(void **s) {
         /* Busy or backing off, the hog is not skipped for a higher priority. */
         decide(2 * SEC);
         assert_int_equal(plan.n, 0);
-        alloc_point_reclaim_done(&state, 2, 16 * MIB, 0, 2 * SEC, SEC);   /* freed nothing: back off */
+        alloc_point_reclaim_done(&state, 2, 16 * MIB, 0, false, 2 * SEC, SEC);   /* freed nothing: back off */
         decide(3 * SEC);
         assert_int_equal(plan.n, 0);
         /* Once the hog has no room left, the next priority comes. */
@@ -339,6 +359,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_stall_after_reclaim_learns_a_floor, setup),
                 cmocka_unit_test_setup(test_metadata_cache_max, setup),
                 cmocka_unit_test_setup(test_slab_yield_learnt, setup),
+                cmocka_unit_test_setup(test_slab_yield_not_learnt_when_shared, setup),
                 cmocka_unit_test_setup(test_slab_ask_never_under_kernel_minimum, setup),
                 cmocka_unit_test_setup(test_slab_yield_per_cgroup, setup),
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
