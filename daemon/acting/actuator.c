@@ -30,8 +30,8 @@ typedef struct PendingJob {
         uint64_t superseded_usec;       /* CLOCK_MONOTONIC: a newer value was written from the loop then, and the
                                          * job cancelled in the worker; SUPERSEDED_BY_QUEUE: a newer value was
                                          * queued behind it; 0: not superseded */
-        bool shared;                    /* JOB_RECLAIM: a memory.high write on its cgroup was in the other lane
-                                         * at some time while it was pending (Job.shared) */
+        bool shared;                    /* JOB_RECLAIM: a memory.high lowering of its cgroup, of one above or of
+                                         * one below was pending beside it at some time (Job.shared) */
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */

@@ -22,7 +22,6 @@ const char *wp_action_to_string(WpActionKind k) {
         return k <= WP_LIFT_QUEUE ? names[k] : NULL;
 }
 
-
 static uint64_t ppm_of(uint64_t base, uint32_t ppm) {
         return base / 1000000 * ppm + base % 1000000 * ppm / 1000000;
 }
