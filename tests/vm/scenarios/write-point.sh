@@ -6,7 +6,8 @@
 # holds to 16 MiB/s. Cases: the victim alone; kernel alone; a static io.max
 # on the writer at 72 % of the device, alone and with a queue depth of 4 (as
 # "bench-write-point" also at 50 and 90 %, a queue depth of 4 without a cap,
-# and io.cost with weights); the
+# the daemon's own shallow queue set by hand with the 72 % cap, and io.cost
+# with weights); the
 # writer alone with and without the daemon (it must not be capped when
 # nobody protected is active; the daemon learns the device there); mdreclaimd
 # enforcing with the victim protected, and again with ManageQueueDepth=yes
