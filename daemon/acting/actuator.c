@@ -32,6 +32,9 @@ typedef struct PendingJob {
                                          * queued behind it; 0: not superseded */
         bool shared;                    /* JOB_RECLAIM: a memory.high lowering of its cgroup, of one above or of
                                          * one below was pending beside it at some time (Job.shared) */
+        /* Its cgroup's path, as the job has it (mark_shared(): a cgroup sampled now and then holds no fd,
+         * and a lookup would open one). */
+        char path[sizeof(((Job *) NULL)->path)];
 } PendingJob;
 
 /* A watch of a throttled cgroup's cgroup.events. */
@@ -148,19 +151,17 @@ static bool high_lowering(const PendingJob *p) {
  * cgroup and so from the cgroups below it, and the lanes run side by side:
  * a reclaim of that cgroup, one below it or one above it pending at the
  * same time measures both in memory.current. Marks each such pair's
- * reclaim when the second of them (p, of cgroup cg) is queued.
+ * reclaim when the second of them (p) is queued.
  */
-static void mark_shared(Actuator *a, const Cgroup *cg, PendingJob *p) {
+static void mark_shared(Actuator *a, PendingJob *p) {
         if (p->kind != JOB_RECLAIM && !high_lowering(p))
                 return;
         for (size_t i = 0; i < a->n_pending; i++) {
                 PendingJob *o = &a->pending[i];
-                const Cgroup *ocg;
 
                 if (p->kind == JOB_RECLAIM ? !high_lowering(o) : o->kind != JOB_RECLAIM)
                         continue;
-                ocg = o->cgroup_id == cg->id ? cg : lookup(a, o->cgroup_id, NULL);
-                if (!ocg || !cgroup_paths_related(ocg->path, cg->path))
+                if (!cgroup_paths_related(o->path, p->path))
                         continue;
                 if (p->kind == JOB_RECLAIM)
                         p->shared = true;
@@ -185,7 +186,8 @@ static int submit(Actuator *a, Cgroup *cg, Job *job, PendingJob p) {
         if (r < 0)
                 return r;
         p.cgroup_id = cg->id;
-        mark_shared(a, cg, &p);
+        memcpy(p.path, job->path, sizeof(p.path));
+        mark_shared(a, &p);
         a->pending[a->n_pending++] = p;
         return 0;
 }

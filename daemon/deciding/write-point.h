@@ -81,9 +81,9 @@
 /* A shallow device queue. 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ). Each of a
  * protected cgroup's dependent writes waits behind up to that many of the writers' requests, so
  * their size is the wait: on the reference kernel's 16 MiB/s disk a request of 128 KiB is 8 ms
- * of the device, one of 32 KiB 2 ms, and on btrfs, whose fsync is a chain of such waits, 32 KiB
- * requests took the victim's worst op from 197 to 100 ms with the writer's rate unchanged
- * (docs/write-point.md). */
+ * of the device, one of 32 KiB 2 ms, and on btrfs, whose fsync is a chain of such waits, the
+ * victim's worst op with 32 KiB requests was 101 ms against 211 with the same queue of 128 KiB
+ * requests set by hand, the writer's rate within 2 % (medians of three boots, docs/write-point.md). */
 #define WP_QUEUE_NR_REQUESTS 4
 #define WP_QUEUE_MAX_SECTORS_KB 32
 #define WP_QUEUES_MAX 64

@@ -154,6 +154,14 @@ static void test_metadata_cache_max(void **s) {
         assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
 }
 
+/* The hog's slab 16 MiB over a MetadataCacheMax= of 64 MiB, its steps as large, and a first decision at 1 s. */
+static void hog_slab_over_its_cap(void) {
+        hog.metadata_cache_max = 64 * MIB;
+        hog.reclaim_step_max = 64 * MIB;
+        cg[1].slab_reclaimable = 80 * MIB;
+        decide(1 * SEC);
+}
+
 /* Reports what the last request freed as `times` x what it asked, and returns the next request. */
 static uint64_t slab_round(uint64_t id, uint64_t now, double times) {
         uint64_t asked = must(AP_RECLAIM, id)->value;
@@ -167,10 +175,7 @@ static void test_slab_yield_learnt(void **s) {
         uint64_t first, next, excess = 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE;
         uint32_t y;
 
-        hog.metadata_cache_max = 64 * MIB;
-        hog.reclaim_step_max = 64 * MIB;
-        cg[1].slab_reclaimable = 80 * MIB;
-        decide(1 * SEC);
+        hog_slab_over_its_cap();
         first = must(AP_RECLAIM, 2)->value;
         assert_int_equal(first, AP_SLAB_ASK_MIN);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
@@ -195,10 +200,7 @@ static void test_slab_yield_learnt(void **s) {
 static void test_slab_yield_not_learnt_when_shared(void **s) {
         uint64_t asked;
 
-        hog.metadata_cache_max = 64 * MIB;
-        hog.reclaim_step_max = 64 * MIB;
-        cg[1].slab_reclaimable = 80 * MIB;
-        decide(1 * SEC);
+        hog_slab_over_its_cap();
         asked = must(AP_RECLAIM, 2)->value;
         alloc_point_reclaim_done(&state, 2, asked, 30 * asked, true, 2 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
@@ -214,10 +216,7 @@ static void test_slab_yield_not_learnt_when_shared(void **s) {
 static void test_slab_ask_never_under_kernel_minimum(void **s) {
         uint64_t half = 64 * MIB / 10;
 
-        hog.metadata_cache_max = 64 * MIB;
-        hog.reclaim_step_max = 64 * MIB;
-        cg[1].slab_reclaimable = 80 * MIB;
-        decide(1 * SEC);
+        hog_slab_over_its_cap();
         /* Huge batches whatever is asked: 1000x. */
         (void) slab_round(2, 2 * SEC, 1000);
         assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
