@@ -33,7 +33,10 @@
 # drifts during the run moves both sides. Figures: the walk's mean and worst
 # during the run against that mean alone (the issue's bar: within 10 %), the
 # bystander's slab and memory stall and its lowest slab during the run, the
-# storm's rate, slab and memory.current, the parent's memory.events max.
+# storm's rate, slab, memory.current and CPU (its cgroup's, which holds the
+# kernel's reclaim at the parent's limit when the storm's own charge waits on
+# it), the parent's memory.events max, and mdreclaimd's CPU (its worker's
+# memory.reclaim writes included).
 # No check is asserted but that each run took place: the figures are the point.
 #   MDRECLAIMD=... tests/vm/vmtest --timeout 700 bench-alloc-bystander
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +64,9 @@ psi() { # FILE some|full: microseconds stalled
     awk -v k="$2" '$1 == k { for (i = 2; i <= NF; i++) if ($i ~ /^total=/) print substr($i, 7) }' "$1"
 }
 events_max() { awk '$1 == "max" { print $2 }' "$1/memory.events"; }
+cpu_s() { awk '$1 == "usage_usec" { printf "%.1f", $2 / 1e6 }' "$1/cpu.stat"; }
+# a process's CPU (user + system, its threads' included) in seconds
+proc_cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 cat > /tmp/walk.sh <<'EOT'
 t=$(awk '{ print $1 }' /proc/uptime)
@@ -173,10 +179,11 @@ one_run() {
         return
     fi
     pass "run $n $kind took place ($out)"
-    during="by_slab_mib=$(mib "$s0")->$(mib "$(memstat "$by" slab_reclaimable)") by_slab_min_mib=$(mib "$by_min") by_mem_some_ms=$(( ($(psi "$by/memory.pressure" some) - p0) / 1000 )) by_mem_full_ms=$(( ($(psi "$by/memory.pressure" full) - f0) / 1000 )) storm_slab_peak_mib=$(mib "$peak") storm_slab_end_mib=$(mib "$(memstat "$cg" slab_reclaimable)") storm_current_peak_mib=$(mib "$cur_peak") host_max_events=$(( $(events_max "$host") - e0 ))"
+    during="by_slab_mib=$(mib "$s0")->$(mib "$(memstat "$by" slab_reclaimable)") by_slab_min_mib=$(mib "$by_min") by_mem_some_ms=$(( ($(psi "$by/memory.pressure" some) - p0) / 1000 )) by_mem_full_ms=$(( ($(psi "$by/memory.pressure" full) - f0) / 1000 )) storm_slab_peak_mib=$(mib "$peak") storm_slab_end_mib=$(mib "$(memstat "$cg" slab_reclaimable)") storm_current_peak_mib=$(mib "$cur_peak") storm_cpu_s=$(cpu_s "$cg") host_max_events=$(( $(events_max "$host") - e0 ))"
     if [ -n "$pid" ]; then
+        local dcpu; dcpu=$(proc_cpu_s "$pid")
         kill -TERM "$pid"; wait "$pid" 2> /dev/null
-        reclaims="RESULT run=$n kind=$kind $(grep -o "storm-$n: reclaim [0-9]* bytes of [0-9]* asked" "$log" |
+        reclaims="RESULT run=$n kind=$kind daemon_cpu_s=$dcpu $(grep -o "storm-$n: reclaim [0-9]* bytes of [0-9]* asked" "$log" |
             awk '{ k++; f += $3; a += $6 } END { printf "reclaims=%d freed_mib=%.1f asked_mib=%.2f", k, f / 1048576, a / 1048576 }'
             ) reclaims_of_bystander=$(grep -c '/mdr-host/by: reclaim' "$log")"
     fi
