@@ -24,7 +24,10 @@
 #    load that makes no new dentries (stat of the same 1000 files, as long as
 #    a storm, same priority): what the bystander loses to CPU alone; "kernel"
 #    the storm with the kernel alone; "daemon" the storm with mdreclaimd and
-#    MetadataCacheMax= on it.
+#    MetadataCacheMax= on it; "free" the storm with the kernel alone and
+#    /mdr-host's memory.max lifted for the run, so that no cache is at stake:
+#    what the storm costs the bystander by everything but memory (its CPU,
+#    its journal and writeback, the locks it takes).
 # Before each run the caches are dropped and the bystander's tree walked warm
 # again (the first of these walks, from a cold cache, is shown: what losing
 # the cache costs). The run's own baseline is six walks alone with the same
@@ -53,6 +56,9 @@ case $storm_cpu in
 *) fatal "MDR_AP_BY_STORM_CPU=$storm_cpu: a percent of one CPU, 1 to 100" ;;
 esac
 order=${MDR_AP_BY_ORDER:-cpu kernel daemon kernel daemon}
+for kind in $order; do
+    case $kind in cpu|kernel|daemon|free) ;; *) fatal "MDR_AP_BY_ORDER: '$kind' is not a run (cpu, kernel, daemon, free)" ;; esac
+done
 mnt=/mnt/ext4
 conf=/tmp/mdr-conf
 state=/tmp/mdr-state
@@ -114,6 +120,8 @@ walks_alone() {
 warm() {
     rm -rf "$mnt"/storm-*    # the test disk has too few inodes for several storms
     sync; echo 3 > /proc/sys/vm/drop_caches
+    # a "free" run lifted the limit: back once the caches are gone
+    [ -z "${limit:-}" ] || echo "$limit" > "$host/memory.max" || fatal "cannot set /mdr-host's memory.max"
     cold_walk=$(walk_by); walk_by > /dev/null
 }
 warm
@@ -131,6 +139,7 @@ one_run() {
     warm
     before=$(walks_alone)
     mkdir -p "$cg"
+    [ "$kind" = free ] && echo max > "$host/memory.max"
     [ "$cpu_ctl" = yes ] && echo 1 > "$cg/cpu.weight"
     if [ -n "$storm_cpu" ]; then
         echo "$((storm_cpu * 1000)) 100000" > "$cg/cpu.max" || fatal "cannot set $cg/cpu.max"
