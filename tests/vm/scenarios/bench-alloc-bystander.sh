@@ -41,7 +41,7 @@
 # it), the parent's memory.events max, and mdreclaimd's CPU (its worker's
 # memory.reclaim writes included).
 # No check is asserted but that each run took place: the figures are the point.
-#   MDRECLAIMD=... tests/vm/vmtest --timeout 700 bench-alloc-bystander
+#   MDRECLAIMD=... tests/vm/vmtest --timeout 1300 bench-alloc-bystander
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -56,7 +56,9 @@ case $storm_cpu in
 *) fatal "MDR_AP_BY_STORM_CPU=$storm_cpu: a percent of one CPU, 1 to 100" ;;
 esac
 order=${MDR_AP_BY_ORDER:-cpu kernel daemon kernel daemon}
-for kind in $order; do
+read -ra kinds <<< "$order"    # words, never globs
+[ "${#kinds[@]}" -gt 0 ] || fatal "MDR_AP_BY_ORDER is empty: name at least one run (cpu, kernel, daemon, free)"
+for kind in "${kinds[@]}"; do
     case $kind in cpu|kernel|daemon|free) ;; *) fatal "MDR_AP_BY_ORDER: '$kind' is not a run (cpu, kernel, daemon, free)" ;; esac
 done
 mnt=/mnt/ext4
@@ -139,7 +141,9 @@ one_run() {
     warm
     before=$(walks_alone)
     mkdir -p "$cg"
-    [ "$kind" = free ] && echo max > "$host/memory.max"
+    if [ "$kind" = free ]; then
+        echo max > "$host/memory.max" || fatal "cannot lift /mdr-host's memory.max"
+    fi
     [ "$cpu_ctl" = yes ] && echo 1 > "$cg/cpu.weight"
     if [ -n "$storm_cpu" ]; then
         echo "$((storm_cpu * 1000)) 100000" > "$cg/cpu.max" || fatal "cannot set $cg/cpu.max"
@@ -198,10 +202,14 @@ one_run() {
     fi
     # the baseline's second half: the load gone, the tree warm again, three more walks alone
     rm -rf "$mnt/storm-$n"
+    sync    # the removal's journal and writeback, not during the walks
     walk_by > /dev/null
     after=$(walks_alone)
     alone=$(echo "$before $after" | tr ',' ' ' | awk '{ for (i = 1; i <= NF; i++) s += $i; printf "%.2f", s / NF }')
     echo "RESULT run=$n kind=$kind storm_cpu_pct=${storm_cpu:-max} load_s=$took cold_walk_s=$cold_walk alone_s=$before,$after alone_mean_s=$alone $(
+        echo "$before $after" | awk '{ split($1, b, ","); split($2, a, ",")
+            printf "alone_before_s=%.2f alone_after_s=%.2f", (b[1] + b[2] + b[3]) / 3, (a[1] + a[2] + a[3]) / 3 }'
+        ) $(
         awk -v a="$alone" '{ s += $1; if ($1 > w) w = $1 } END {
             m = NR ? s / NR : 0
             printf "walks=%d walk_mean_s=%.2f walk_worst_s=%.2f vs_alone_pct=%+.1f", NR, m, w, 100 * (m - a) / a }' /tmp/walks
@@ -211,7 +219,7 @@ one_run() {
 }
 
 n=0
-for kind in $order; do
+for kind in "${kinds[@]}"; do
     n=$((n + 1))
     one_run "$kind" "$n"
 done
