@@ -1146,8 +1146,18 @@ void actuator_restore_all(Actuator *a) {
         a->worker = worker_free(a->worker);
         for (size_t i = a->ledger.n; i > 0; i--) {
                 ThrottleEntry *t = &a->ledger.entries[i - 1];
+                int err;
 
-                (void) restore_if_ours(a, t, "restore-on-stop", "daemon stopping");
+                /* A cgroup that cannot be opened now (out of fds) is not gone, and a write that failed
+                 * restored nothing: the record stays in the ledger, and the next start puts the
+                 * original back (actuator_recover()). */
+                if (!lookup_why(a, t->cgroup_id, NULL, &err) && err != -ENODEV) {
+                        log_warning_errno(err, "%s: cannot look at it to restore %s: %m; its record is kept for "
+                                          "the next start", t->path, throttle_file(t->kind));
+                        continue;
+                }
+                if (restore_if_ours(a, t, "restore-on-stop", "daemon stopping") < 0)
+                        continue;
                 ledger_remove(&a->ledger, t);
         }
         (void) persist(a);

@@ -106,7 +106,10 @@ static void run_reclaim(Job *j) {
         }
         j->reclaimed = done;
         j->interrupted |= done < j->bytes && (now_usec(CLOCK_MONOTONIC) >= deadline || taskq_stopping());
-        (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->after);
+        /* Unreadable now (the cgroup went, or the file holds garbage): the last figure read, not 0,
+         * which would count its whole usage as freed. */
+        if (cg_dir_read_u64(j->dirfd, "memory.current", &j->after) < 0)
+                j->after = last;
 }
 
 /* Filesystems whose btrfs commit a job has started already. */

@@ -257,6 +257,14 @@ int alloc_runner_reclaim(AllocRunner *r, const PointContext *ctx, const CgEntry 
         return submit_reclaim(r, ctx, e, bytes, cache_only, reason, action_id, NULL, ret_asked);
 }
 
+/* The point hears of its own requests only: an operator's reclaim of the same cgroup is not the one the
+ * point has in flight (clearing that would queue a second beside it), nor a measure of its yield. */
+static void tell_point(AllocRunner *r, const Job *job, uint64_t cgroup_id, uint64_t freed, bool shared, uint64_t now,
+                       uint64_t tick) {
+        if (job->action_id == 0)
+                alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, freed, shared, now, tick);
+}
+
 int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *job, uint64_t cgroup_id,
                           uint64_t now) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, cgroup_id);
@@ -277,7 +285,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                 /* Asked again without it; the point's request (or the operator's action) stays in flight meanwhile. */
                 if (e && submit_reclaim(r, ctx, e, job->bytes, true, job->data, job->action_id, job, NULL) > 0)
                         return 1;
-                alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, 0, true, now, tick);
+                tell_point(r, job, cgroup_id, 0, true, now, tick);
                 return 0;
         }
         if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
@@ -303,7 +311,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                                 return 1;
                 }
         }
-        alloc_point_reclaim_done(&r->state, cgroup_id, job->bytes, f.freed, job->shared, now, tick);
+        tell_point(r, job, cgroup_id, f.freed, job->shared, now, tick);
         return 0;
 }
 
@@ -323,8 +331,10 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
         if (a->observe) {
                 reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
                               a->reason);
+                /* Nothing was written, so nothing is learnt of the kernel's yield (a 1x learnt here
+                 * would make the first enforced request the whole excess). */
                 if (a->kind == AP_RECLAIM)
-                        alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, false, now,
+                        alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, true, now,
                                                  ctx->config->daemon.interval_usec);
                 return 0;
         }

@@ -59,14 +59,16 @@ static ApAction *add(ApPlan *p, ApActionKind kind, const ApCgroup *c) {
         return a;
 }
 
-static void reclaim(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, uint64_t bytes, const char *why) {
+/* False when the plan is full and nothing was added. */
+static bool reclaim(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, uint64_t bytes, const char *why) {
         ApAction *a = add(p, AP_RECLAIM, c);
 
         if (!a)
-                return;
+                return false;
         a->value = bytes;
         snprintf(a->reason, sizeof(a->reason), "%s", why);
         cs->inflight = true;
+        return true;
 }
 
 static void back_off(ApCgroupState *cs, uint64_t now, uint64_t tick) {
@@ -150,8 +152,9 @@ static void metadata_cap(ApPlan *p, const ApCgroup *c, ApCgroupState *cs) {
         snprintf(why, sizeof(why), "slab_reclaimable %" PRIu64 " over MetadataCacheMax %" PRIu64 " + %" PRIu64 "; yield %u.%02ux",
                  c->slab_reclaimable, max, half, cs->slab_yield / AP_YIELD_ONE,
                  cs->slab_yield % AP_YIELD_ONE * 100 / AP_YIELD_ONE);
-        reclaim(p, c, cs, ask, why);
-        cs->slab_inflight = true;
+        /* Marked only if queued: a later request's result is not this one's yield. */
+        if (reclaim(p, c, cs, ask, why))
+                cs->slab_inflight = true;
 }
 
 static bool host_pressure(const ApSettings *st) {
