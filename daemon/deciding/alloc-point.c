@@ -250,6 +250,9 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         if (!a)
                                 return;
                         a->value = calm ? UINT64_MAX : raised;
+                        /* A raise that fails leaves the last value written (the actuator keeps it): the
+                         * point holds that again, to raise or lift it later. */
+                        a->from = cs->throttle_observed ? 0 : cs->throttle_high;
                         snprintf(a->reason, sizeof(a->reason), "%s", calm ? "host pressure over for the hold time"
                                                                            : "host pressure subsiding");
                         if (!calm)
@@ -362,5 +365,5 @@ void alloc_point_forget(AllocPointState *s, const ApAction *a) {
         if (a->kind == AP_RECLAIM)
                 cs->inflight = cs->slab_inflight = false;
         else if (a->kind == AP_SET_HIGH)
-                cs->throttle_high = 0;
+                cs->throttle_high = a->from;
 }

@@ -103,6 +103,8 @@ typedef struct ApAction {
         uint64_t value;
         char reason[160];
         char lifts_when[128];           /* AP_SET_HIGH: what lifts it */
+        uint64_t from;                  /* AP_SET_HIGH: the value written before it (0: none), what the
+                                         * point holds again if this one fails */
 } ApAction;
 
 typedef struct ApPlan {
@@ -122,7 +124,8 @@ void alloc_point_reclaim_done(AllocPointState *state, uint64_t cgroup_id, uint64
 /* The yield learnt for a cgroup's slab reclaims (AP_YIELD_ONE = 1x; 0: none yet). */
 uint32_t alloc_point_slab_yield(const AllocPointState *state, uint64_t cgroup_id);
 
-/* An action could not be carried out. */
+/* An action could not be carried out: a reclaim is no longer in flight; a memory.high set leaves the
+ * value written before it (ApAction.from, 0 for none) as the point's. */
 void alloc_point_forget(AllocPointState *state, const ApAction *a);
 
 /* The largest reclaim allowed: reclaimable above CacheFloor= and protection. */

@@ -316,6 +316,43 @@ static void test_allocation_throttle(void **s) {
         assert_null(find(AP_SET_HIGH, 2));
 }
 
+/*
+ * A raise that fails (a full lane, a ledger that cannot be written) leaves
+ * the value written before it in place: the point holds that value again,
+ * raises it again and lifts it at the end, rather than forgetting a
+ * memory.high that is still lowered.
+ */
+static void test_failed_raise_is_held_and_lifted(void **s) {
+        ApAction a;
+
+        hog.allocation_throttle = true;
+        cg[1].growth_rate = 50 * MIB;
+        st.host_stall_ppm = 300000;
+        decide(1 * SEC);
+        a = *must(AP_SET_HIGH, 2);
+        assert_int_equal(a.value, 500 * MIB);
+        assert_int_equal(a.from, 0);
+        st.host_stall_ppm = 0;
+        decide(2 * SEC);
+        a = *must(AP_SET_HIGH, 2);
+        assert_int_equal(a.value, 550 * MIB);
+        assert_int_equal(a.from, 500 * MIB);
+        alloc_point_forget(&state, &a);
+        decide(3 * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 550 * MIB);     /* raised again from 500 MiB */
+        decide(10 * SEC);
+        assert_non_null(find(AP_LIFT_HIGH, 2));
+        /* A first throttle that fails leaves nothing to hold. */
+        st.host_stall_ppm = 300000;
+        decide(11 * SEC);
+        a = *must(AP_SET_HIGH, 2);
+        alloc_point_forget(&state, &a);
+        st.host_stall_ppm = 0;
+        decide(20 * SEC);
+        assert_null(find(AP_LIFT_HIGH, 2));
+        assert_null(find(AP_SET_HIGH, 2));
+}
+
 /* Decided while observing, under pressure that lasts: written at the first tick the policy enforces. */
 static void test_enforce_applies_the_observed_throttle(void **s) {
         const ApAction *a;
@@ -363,6 +400,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_slab_yield_per_cgroup, setup),
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
+                cmocka_unit_test_setup(test_failed_raise_is_held_and_lifted, setup),
                 cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),
                 cmocka_unit_test_setup(test_exempt_and_observe, setup),
         };
