@@ -229,8 +229,12 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
 
                 if (cs && cs->throttle_high) {
                         ApAction *a;
-                        bool calm = !pressure && now - s->last_pressure_usec >= st->throttle_hold_usec;
-                        uint64_t raised = cs->throttle_high + MAX(cs->throttle_high / 10, AP_STEP_MIN);
+                        uint64_t step = MAX(cs->throttle_high / 10, AP_STEP_MIN);
+                        uint64_t raised = cs->throttle_high > UINT64_MAX - step ? UINT64_MAX : cs->throttle_high + step;
+                        /* Raised past twice the usage, it holds nothing back: lifted, rather than raised a
+                         * tenth a tick for as long as pressure keeps coming back within the hold time. */
+                        bool loose = cs->throttle_high / 2 >= c->memory_current;
+                        bool calm = !pressure && (loose || now - s->last_pressure_usec >= st->throttle_hold_usec);
 
                         /* Decided while its policy observed; it enforces now: asked for as it stands. */
                         if (pressure && cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
@@ -253,8 +257,10 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         /* A raise that fails leaves the last value written (the actuator keeps it): the
                          * point holds that again, to raise or lift it later. */
                         a->from = cs->throttle_observed ? 0 : cs->throttle_high;
-                        snprintf(a->reason, sizeof(a->reason), "%s", calm ? "host pressure over for the hold time"
-                                                                           : "host pressure subsiding");
+                        snprintf(a->reason, sizeof(a->reason), "%s",
+                                 !calm ? "host pressure subsiding"
+                                 : loose ? "raised past twice its usage: it no longer holds the cgroup back"
+                                         : "host pressure over for the hold time");
                         if (!calm)
                                 throttle_lifts_when(a);
                         cs->throttle_high = calm ? 0 : raised;

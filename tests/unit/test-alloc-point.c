@@ -353,6 +353,34 @@ static void test_failed_raise_is_held_and_lifted(void **s) {
         assert_null(find(AP_SET_HIGH, 2));
 }
 
+/*
+ * Pressure that keeps coming back within the hold time: the throttle is
+ * raised a tenth a calm tick, and lifted once it is past twice the cgroup's
+ * usage (it holds nothing back then) instead of being raised for ever.
+ */
+static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
+        uint64_t t = 1;
+        const ApAction *a = NULL;
+
+        hog.allocation_throttle = true;
+        cg[1].growth_rate = 50 * MIB;
+        st.host_stall_ppm = 300000;
+        decide(t * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        for (int i = 0; i < 40 && !a; i++) {
+                st.host_stall_ppm = i % 2 ? 300000 : 0;     /* back every other tick, well within 5 s */
+                decide(++t * SEC);
+                a = find(AP_LIFT_HIGH, 2);
+        }
+        if (!a) {
+                fail_msg("never lifted");
+                return;
+        }
+        assert_non_null(strstr(a->reason, "twice its usage"));
+        decide(++t * SEC);
+        assert_null(find(AP_SET_HIGH, 2));
+}
+
 /* Decided while observing, under pressure that lasts: written at the first tick the policy enforces. */
 static void test_enforce_applies_the_observed_throttle(void **s) {
         const ApAction *a;
@@ -401,6 +429,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_global_pressure_order, setup),
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
                 cmocka_unit_test_setup(test_failed_raise_is_held_and_lifted, setup),
+                cmocka_unit_test_setup(test_flapping_pressure_lifts_a_loose_throttle, setup),
                 cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),
                 cmocka_unit_test_setup(test_exempt_and_observe, setup),
         };
