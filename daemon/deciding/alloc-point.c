@@ -308,12 +308,17 @@ void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint
         if (pressure)
                 global(p, cg, n, s, now);
         throttle(p, cg, n, s, st, now, pressure);
-        /* Forget cgroups that are gone (or lost their policy), unless throttled: those are lifted first. */
+        /* Forget cgroups that are gone (or lost their policy), unless a request is in flight or a
+         * throttle written: a cgroup missing from one view (a memory.stat that failed to parse once) keeps
+         * its throttle, to be raised and lifted when it is back; one that is gone for good is dropped
+         * by the actuator, which tells the point (alloc_point_forget()), and goes the tick after. */
         for (size_t i = s->n; i > 0; i--) {
+                const ApCgroupState *cs = &s->cg[i - 1];
                 bool present = false;
+
                 for (size_t k = 0; k < n && !present; k++)
-                        present = cg[k].id == s->cg[i - 1].id;
-                if (!present && !s->cg[i - 1].inflight)
+                        present = cg[k].id == cs->id;
+                if (!present && !cs->inflight && !(cs->throttle_high && !cs->throttle_observed))
                         s->cg[i - 1] = s->cg[--s->n];
         }
 }

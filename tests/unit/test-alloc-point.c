@@ -381,6 +381,20 @@ static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
         assert_null(find(AP_SET_HIGH, 2));
 }
 
+/* A throttled cgroup missing from one tick's view keeps its throttle: lifted once it is back and calm. */
+static void test_throttle_outlives_a_missing_sample(void **s) {
+        hog.allocation_throttle = true;
+        cg[1].growth_rate = 50 * MIB;
+        cg[1].reclaimable = 0;  /* no reclaim of it in flight to keep its state */
+        st.host_stall_ppm = 300000;
+        decide(1 * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        st.host_stall_ppm = 0;
+        alloc_point_decide(cg, 1, &st, 2 * SEC, &state, &plan);    /* the hog's memory.stat unreadable */
+        decide(10 * SEC);
+        assert_non_null(find(AP_LIFT_HIGH, 2));
+}
+
 /* Decided while observing, under pressure that lasts: written at the first tick the policy enforces. */
 static void test_enforce_applies_the_observed_throttle(void **s) {
         const ApAction *a;
@@ -430,6 +444,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_allocation_throttle, setup),
                 cmocka_unit_test_setup(test_failed_raise_is_held_and_lifted, setup),
                 cmocka_unit_test_setup(test_flapping_pressure_lifts_a_loose_throttle, setup),
+                cmocka_unit_test_setup(test_throttle_outlives_a_missing_sample, setup),
                 cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),
                 cmocka_unit_test_setup(test_exempt_and_observe, setup),
         };
