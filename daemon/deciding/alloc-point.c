@@ -250,6 +250,13 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                         }
                         if (pressure)
                                 continue;
+                        /* Decided while it observed, never written, and the pressure is gone: nothing to
+                         * write (a raise written now would throttle a cgroup with no pressure). */
+                        if (cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
+                                cs->throttle_high = 0;
+                                cs->throttle_observed = false;
+                                continue;
+                        }
                         a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
                         if (!a)
                                 return;

@@ -418,6 +418,23 @@ static void test_enforce_applies_the_observed_throttle(void **s) {
         assert_null(find(AP_SET_HIGH, 2));     /* once */
 }
 
+/* Decided while observing; the policy enforces once the pressure is gone: nothing is written. */
+static void test_enforce_after_the_pressure_writes_nothing(void **s) {
+        hog.allocation_throttle = true;
+        hog.mode = POLICY_MODE_OBSERVE;
+        cg[1].growth_rate = 50 * MIB;
+        st.host_stall_ppm = 300000;
+        decide(1 * SEC);
+        assert_true(must(AP_SET_HIGH, 2)->observe);
+        st.host_stall_ppm = 0;
+        hog.mode = POLICY_MODE_ENFORCE;
+        for (uint64_t t = 2; t <= 10; t++) {
+                decide(t * SEC);
+                assert_null(find(AP_SET_HIGH, 2));
+                assert_null(find(AP_LIFT_HIGH, 2));
+        }
+}
+
 static void test_exempt_and_observe(void **s) {
         cg[0].exempt = true;
         decide(1 * SEC);
@@ -446,6 +463,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_flapping_pressure_lifts_a_loose_throttle, setup),
                 cmocka_unit_test_setup(test_throttle_outlives_a_missing_sample, setup),
                 cmocka_unit_test_setup(test_enforce_applies_the_observed_throttle, setup),
+                cmocka_unit_test_setup(test_enforce_after_the_pressure_writes_nothing, setup),
                 cmocka_unit_test_setup(test_exempt_and_observe, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
