@@ -316,6 +316,17 @@ static void test_allocation_throttle(void **s) {
         assert_null(find(AP_SET_HIGH, 2));
 }
 
+/* The hog, growing under host pressure, throttled at its usage at 1 s (only observed if `observe`). */
+static void hog_throttled(bool observe) {
+        hog.allocation_throttle = true;
+        hog.mode = observe ? POLICY_MODE_OBSERVE : POLICY_MODE_ENFORCE;
+        cg[1].growth_rate = 50 * MIB;
+        st.host_stall_ppm = 300000;
+        decide(1 * SEC);
+        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        assert_true(must(AP_SET_HIGH, 2)->observe == observe);
+}
+
 /*
  * A raise that fails (a full lane, a ledger that cannot be written) leaves
  * the value written before it in place: the point holds that value again,
@@ -325,13 +336,8 @@ static void test_allocation_throttle(void **s) {
 static void test_failed_raise_is_held_and_lifted(void **s) {
         ApAction a;
 
-        hog.allocation_throttle = true;
-        cg[1].growth_rate = 50 * MIB;
-        st.host_stall_ppm = 300000;
-        decide(1 * SEC);
-        a = *must(AP_SET_HIGH, 2);
-        assert_int_equal(a.value, 500 * MIB);
-        assert_int_equal(a.from, 0);
+        hog_throttled(false);
+        assert_int_equal(must(AP_SET_HIGH, 2)->from, 0);
         st.host_stall_ppm = 0;
         decide(2 * SEC);
         a = *must(AP_SET_HIGH, 2);
@@ -362,11 +368,7 @@ static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
         uint64_t t = 1;
         const ApAction *a = NULL;
 
-        hog.allocation_throttle = true;
-        cg[1].growth_rate = 50 * MIB;
-        st.host_stall_ppm = 300000;
-        decide(t * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        hog_throttled(false);
         for (int i = 0; i < 40 && !a; i++) {
                 st.host_stall_ppm = i % 2 ? 300000 : 0;     /* back every other tick, well within 5 s */
                 decide(++t * SEC);
@@ -383,12 +385,8 @@ static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
 
 /* A throttled cgroup missing from one tick's view keeps its throttle: lifted once it is back and calm. */
 static void test_throttle_outlives_a_missing_sample(void **s) {
-        hog.allocation_throttle = true;
-        cg[1].growth_rate = 50 * MIB;
         cg[1].reclaimable = 0;  /* no reclaim of it in flight to keep its state */
-        st.host_stall_ppm = 300000;
-        decide(1 * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        hog_throttled(false);
         st.host_stall_ppm = 0;
         alloc_point_decide(cg, 1, &st, 2 * SEC, &state, &plan);    /* the hog's memory.stat unreadable */
         decide(10 * SEC);
@@ -399,12 +397,7 @@ static void test_throttle_outlives_a_missing_sample(void **s) {
 static void test_enforce_applies_the_observed_throttle(void **s) {
         const ApAction *a;
 
-        hog.allocation_throttle = true;
-        hog.mode = POLICY_MODE_OBSERVE;
-        cg[1].growth_rate = 50 * MIB;
-        st.host_stall_ppm = 300000;
-        decide(1 * SEC);
-        assert_true(must(AP_SET_HIGH, 2)->observe);
+        hog_throttled(true);
         decide(2 * SEC);
         assert_null(find(AP_SET_HIGH, 2));     /* held, as observed */
         hog.mode = POLICY_MODE_ENFORCE;
@@ -420,12 +413,7 @@ static void test_enforce_applies_the_observed_throttle(void **s) {
 
 /* Decided while observing; the policy enforces once the pressure is gone: nothing is written. */
 static void test_enforce_after_the_pressure_writes_nothing(void **s) {
-        hog.allocation_throttle = true;
-        hog.mode = POLICY_MODE_OBSERVE;
-        cg[1].growth_rate = 50 * MIB;
-        st.host_stall_ppm = 300000;
-        decide(1 * SEC);
-        assert_true(must(AP_SET_HIGH, 2)->observe);
+        hog_throttled(true);
         st.host_stall_ppm = 0;
         hog.mode = POLICY_MODE_ENFORCE;
         for (uint64_t t = 2; t <= 10; t++) {
