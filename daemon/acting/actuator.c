@@ -843,7 +843,8 @@ static bool high_step_value(const ThrottleEntry *t, uint64_t value) {
 /*
  * Puts the original back if the file still holds what we (or a write of ours
  * that did not reach the ledger) set. Returns 1 if restored, 0 if the value is
- * someone else's or the cgroup is gone, a negative errno if the write failed.
+ * someone else's or the cgroup is gone, a negative errno if the file could not
+ * be read (out of fds) or written.
  */
 static int restore_if_ours(Actuator *a, const ThrottleEntry *t, const char *action, const char *reason) {
         const char *unit;
@@ -852,8 +853,13 @@ static int restore_if_ours(Actuator *a, const ThrottleEntry *t, const char *acti
         char buf[64];
         int r;
 
-        if (!cg || !streq(cg->path, t->path) || throttle_read(cg, t->kind, t->major, t->minor, &current) < 0)
+        if (!cg || !streq(cg->path, t->path))
                 return 0;
+        r = throttle_read(cg, t->kind, t->major, t->minor, &current);
+        if (r == -ENOENT || r == -ENODEV)
+                return 0;
+        if (r < 0)
+                return log_warning_errno(r, "%s: cannot read %s to restore it: %m", t->path, throttle_file(t->kind));
         if (current != t->applied && current != throttle_effective(t) && !pending_value(a, t, current) &&
             !high_step_value(t, current))
                 return 0;
@@ -887,15 +893,25 @@ int actuator_recover(Actuator *a) {
                 Cgroup *cg = lookup_why(a, t->cgroup_id, NULL, &err);
 
                 if (!cg && err != -ENODEV) {
-                        /* Kept: with no request on it, the first check writes its original back. */
+                        /* Kept, its requests (the last run's) withdrawn: the first check that can open
+                         * it writes its original back. */
                         log_warning_errno(err, "%s: cannot look at it now: %m; its throttle record is kept", t->path);
+                        throttle_clear_requests(t);
                         continue;
                 }
                 if (!cg || !streq(cg->path, t->path))
                         log_info("%s: gone since the last run; its throttle record is dropped", t->path);
-                else if (restore_if_ours(a, t, "restore-after-restart", "left by a previous run") == 0)
-                        log_info("%s: %s was changed by someone else since the last run; theirs stays",
-                                 t->path, throttle_file(t->kind));
+                else {
+                        int k = restore_if_ours(a, t, "restore-after-restart", "left by a previous run");
+
+                        if (k < 0) {
+                                throttle_clear_requests(t);     /* kept, as above; said by restore_if_ours() */
+                                continue;
+                        }
+                        if (k == 0)
+                                log_info("%s: %s was changed by someone else since the last run; theirs stays",
+                                         t->path, throttle_file(t->kind));
+                }
                 ledger_remove(&a->ledger, t);
         }
         (void) persist(a);

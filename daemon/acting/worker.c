@@ -80,11 +80,14 @@ bool worker_swap_congested(void) {
  * may swap also before a write while the swap disk is congested. */
 static void run_reclaim(Job *j) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + (j->budget_usec ?: 10 * USEC_PER_SEC);
-        uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last;
+        uint64_t step = MIN(j->step ? j->step : j->bytes, RECLAIM_WRITE_MAX), done = 0, last, seen;
         char buf[64];
 
-        (void) cg_dir_read_u64(j->dirfd, "memory.current", &j->before);
-        last = j->before;
+        /* A figure that could not be read is never used (a parse that failed may have stored part of
+         * one): the last one read stands for it. */
+        if (cg_dir_read_u64(j->dirfd, "memory.current", &j->before) < 0)
+                j->before = 0;
+        last = seen = j->before;
         while (done < j->bytes && now_usec(CLOCK_MONOTONIC) < deadline && !taskq_stopping()) {
                 uint64_t ask = MIN(step, j->bytes - done), now_current = last;
 
@@ -94,7 +97,10 @@ static void run_reclaim(Job *j) {
                 }
                 snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long) ask, j->swappiness0 ? " swappiness=0" : "");
                 j->result = cg_dir_write(j->dirfd, "memory.reclaim", buf);
-                (void) cg_dir_read_u64(j->dirfd, "memory.current", &now_current);
+                if (cg_dir_read_u64(j->dirfd, "memory.current", &now_current) < 0)
+                        now_current = last;
+                else
+                        seen = now_current;
                 /* A step that freed more than asked (slab comes in large batches) counts as much. */
                 done += MAX(ask, u64_delta(last, now_current));
                 /* EAGAIN: it got less than asked (frees can be deferred: measure, do not trust). */
@@ -109,7 +115,7 @@ static void run_reclaim(Job *j) {
         /* Unreadable now (the cgroup went, or the file holds garbage): the last figure read, not 0,
          * which would count its whole usage as freed. */
         if (cg_dir_read_u64(j->dirfd, "memory.current", &j->after) < 0)
-                j->after = last;
+                j->after = seen;
 }
 
 /* Filesystems whose btrfs commit a job has started already. */

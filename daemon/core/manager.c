@@ -190,8 +190,9 @@ static void lift_all_points(Manager *m, const ThrottleEntry *held, const char *w
 
                 if (t.requested[p] == THROTTLE_NONE)
                         continue;
-                if (actuator_throttle_lift(m->actuator, t.cgroup_id, &q) < 0)
-                        continue;
+                /* Told even if the write failed: the request is withdrawn from the ledger either way,
+                 * and the actuator writes the original back at a later check. */
+                (void) actuator_throttle_lift(m->actuator, t.cgroup_id, &q);
                 if (p == POINT_WRITE)
                         write_runner_throttle_dropped(&m->write_runner, &t);
                 else
