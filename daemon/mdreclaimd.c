@@ -25,6 +25,7 @@
 #include "observer.h"
 #include "parse-util.h"
 #include "report.h"
+#include "transport.h"
 #include "util.h"
 
 #define EXIT_USAGE 2

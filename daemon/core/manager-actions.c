@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/*
- * An operator's one-shot actions: a reclaim or a writeback asked for through
- * the control API, handed to its point's runner under an id, followed through
- * the worker (queued, running) and finished with its figures when the job
- * comes back; whoever listens (the API's ActionFinished) is told.
- */
+#include "manager-actions.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "manager.h"
 #include "name-escape.h"
 #include "parse-util.h"
 #include "util.h"

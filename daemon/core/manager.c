@@ -23,21 +23,8 @@ void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
         log_set_max_level(args->log_level >= 0 ? args->log_level : c->daemon.log_level);
 }
 
-uint64_t manager_now_usec(Manager *m) {
-        uint64_t t = 0;
-
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-        return t;
-}
-
 const char *manager_state_dir(const Manager *m) {
         return m->args.state_dir ?: "/run/mdreclaim";
-}
-
-PointContext manager_context(Manager *m) {
-        return (PointContext) { .observer = m->observer, .config = m->config, .actuator = m->actuator,
-                                .queues = m->queues,
-                                .events = m->events };
 }
 
 static void manager_notify_status(Manager *m) {

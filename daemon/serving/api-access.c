@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "name-escape.h"
 #include "parse-util.h"
 #include "util.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "bus-reply.h"
 #include "name-escape.h"
 #include "util.h"

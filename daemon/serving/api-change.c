@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "conf.h"
 #include "message-ids.h"
 #include "name-escape.h"

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "util.h"
 
 /* At most this many samples in one reply (the newest), about 1.8 MB: within what a client may hold. */

@@ -3,7 +3,7 @@
  * GetMetrics(): the metrics exposition (metrics.h) for anyone who can reach
  * the socket, as `mdctl metrics` prints it.
  */
-#include "api.h"
+#include "api-internal.h"
 #include "metrics.h"
 #include "util.h"
 

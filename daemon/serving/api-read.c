@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "api-internal.h"
 #include "build-config.h"
 #include "bus-reply.h"
 #include "nearest.h"
-#include "policy-format.h"
+#include "policy-effective.h"
 #include "policy-store.h"
 #include "unit-name.h"
 #include "util.h"

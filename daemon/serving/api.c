@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api-internal.h"
 #include "util.h"
 
 static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
