@@ -208,10 +208,6 @@ static const char *const top_by_names[_METRICS_TOP_MAX] = {
         [METRICS_TOP_IO_STALL] = "io_stall",
 };
 
-const char *metrics_top_by_to_string(MetricsTopBy k) {
-        return k < _METRICS_TOP_MAX ? top_by_names[k] : NULL;
-}
-
 int metrics_top_by_from_string(const char *s) {
         for (int k = 0; k < _METRICS_TOP_MAX; k++)
                 if (streq(s, top_by_names[k]))

@@ -63,7 +63,6 @@ typedef enum MetricsTopBy {
         _METRICS_TOP_MAX,
 } MetricsTopBy;
 
-const char *metrics_top_by_to_string(MetricsTopBy k);
 int metrics_top_by_from_string(const char *s);
 
 typedef struct MetricsSettings {

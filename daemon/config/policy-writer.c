@@ -88,6 +88,3 @@ int policy_writer_submit(PolicyWriter *w, PolicyChange *change, void *job_userda
         return r;
 }
 
-size_t policy_writer_pending(PolicyWriter *w) {
-        return taskq_pending(w->queue);
-}

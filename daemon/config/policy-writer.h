@@ -44,5 +44,3 @@ PolicyWriter *policy_writer_free(PolicyWriter *w);
 
 /* Queues a change (taking ownership of it). -EBUSY if the queue is full. */
 int policy_writer_submit(PolicyWriter *w, PolicyChange *change, void *job_userdata);
-
-size_t policy_writer_pending(PolicyWriter *w);

@@ -83,14 +83,6 @@ uint64_t action_log_first_id(const ActionLog *l) {
         return first;
 }
 
-size_t action_log_unfinished(const ActionLog *l) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < ACTIONS_MAX; i++)
-                n += l->slots[i].id && !finished(&l->slots[i]);
-        return n;
-}
-
 void action_finish(Action *a, int error, uint64_t started, uint64_t finished_usec) {
         a->state = error < 0 ? ACTION_FAILED : ACTION_DONE;
         a->error = error < 0 ? error : 0;

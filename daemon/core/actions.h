@@ -73,8 +73,5 @@ Action *action_log_find(ActionLog *l, uint64_t id);
 /* The lowest id kept (0: none), for saying why an id is not found. */
 uint64_t action_log_first_id(const ActionLog *l);
 
-/* Queued or running actions. */
-size_t action_log_unfinished(const ActionLog *l);
-
 /* The action ends: done, or failed with `error` (negative errno). */
 void action_finish(Action *a, int error, uint64_t started, uint64_t finished);

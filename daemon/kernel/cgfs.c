@@ -353,7 +353,6 @@ typedef struct Walk {
         void *userdata;
         size_t visited;
         unsigned skipped;       /* subtrees that could not be opened */
-        int skip_error;         /* why, the last time */
 } Walk;
 
 /* A child directory of dirfd, or -1 if it is not walked; one that exists but
@@ -362,10 +361,8 @@ static int open_child(Walk *w, int dirfd, const char *name) {
         int fd = cg_openat(dirfd, name, O_RDONLY | O_DIRECTORY);
 
         /* Removed since readdir, or no longer a directory: not an error. */
-        if (fd < 0 && errno != ENOENT && errno != ENODEV && errno != ENOTDIR && errno != ELOOP) {
+        if (fd < 0 && errno != ENOENT && errno != ENODEV && errno != ENOTDIR && errno != ELOOP)
                 w->skipped++;
-                w->skip_error = errno;
-        }
         return fd;
 }
 
@@ -436,12 +433,3 @@ int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned 
         return r;
 }
 
-int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata) {
-        Walk w = { .fn = fn, .userdata = userdata };
-        int r = walk_root(root, &w);
-
-        if (w.skipped > 0)
-                (void) log_warning_errno(-w.skip_error, "%s: %u cgroup subtrees could not be opened and were not "
-                                         "scanned: %m", root->path, w.skipped);
-        return r;
-}

@@ -149,13 +149,10 @@ bool cgroup_gone(const Cgroup *cg);
  * paths relative to the root. Children that vanish during the walk are
  * skipped. Returns the number visited, or a negative errno if the root
  * itself cannot be read or the callback fails. A subtree that exists but
- * cannot be opened (EMFILE/ENFILE, EACCES) is not visited and is logged as
- * a warning.
+ * cannot be opened (EMFILE/ENFILE, EACCES) is not visited: nothing is
+ * logged, and *ret_skipped counts them. The caller says so (a warning: their
+ * cgroups are missing from this scan, not removed; out of descriptors, raise
+ * LimitNOFILE=).
  */
 typedef int (*CgWalkFn)(const char *path, uint64_t id, void *userdata);
-int cg_root_walk(const CgRoot *root, CgWalkFn fn, void *userdata);
-
-/* cg_root_walk() that logs nothing and counts in *ret_skipped the subtrees it
- * could not open. The caller says so (a warning: their cgroups are missing
- * from this scan, not removed; out of descriptors, raise LimitNOFILE=). */
 int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned *ret_skipped);

@@ -18,10 +18,6 @@ static const char *const host_file_names[_HOST_FILE_MAX] = {
         [HOST_VMSTAT] = "vmstat",
 };
 
-const char *host_file_name(HostFile f) {
-        return f < _HOST_FILE_MAX ? host_file_names[f] : NULL;
-}
-
 int host_root_open(const char *proc_path, const char *sys_path, HostRoot **ret) {
         HostRoot *h = calloc(1, sizeof(HostRoot));
 

@@ -18,8 +18,6 @@ typedef enum HostFile {
         _HOST_FILE_MAX,
 } HostFile;
 
-const char *host_file_name(HostFile f);
-
 typedef struct HostRoot {
         int proc_fd;
         int sys_fd;             /* -1 if unavailable */

@@ -22,10 +22,6 @@ static void fs_close(FsMetadata *f) {
         closep(&f->fd_b);
 }
 
-void metadata_view_init(MetadataView *v) {
-        *v = (MetadataView) {};
-}
-
 void metadata_view_clear(MetadataView *v) {
         for (size_t i = 0; i < v->n; i++)
                 fs_close(&v->fs[i]);

@@ -46,7 +46,6 @@ typedef struct MetadataView {
         bool overflow_logged;
 } MetadataView;
 
-void metadata_view_init(MetadataView *v);
 void metadata_view_clear(MetadataView *v);
 
 /* Finds mounted ext4, xfs and btrfs filesystems (at rescans). Filesystems

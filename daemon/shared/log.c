@@ -24,10 +24,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 int log_level_from_string(const char *s) {
         if (!s)
                 return -EINVAL;

@@ -12,7 +12,6 @@
 #include <syslog.h>
 
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* Returns -abs(error) when error != 0, else 0, so callers can "return log_...". */
 int log_internal(int level, int error, const char *format, ...)
