@@ -11,10 +11,14 @@
 
 #define UNIT_PATH_PREFIX "/org/freedesktop/systemd1/unit"
 #define UNIT_INTERFACE "org.freedesktop.systemd1.Unit"
+#define SYSTEMD_NAME "org.freedesktop.systemd1"
+#define BUS_DRIVER_NAME "org.freedesktop.DBus"
 
 struct UnitWatch {
         sd_bus *bus;
-        sd_bus_slot *match, *subscribe, *disconnected;
+        sd_bus_slot *match, *subscribe, *disconnected, *owner_match, *owner_call;
+        char *systemd;                  /* the unique name that owns SYSTEMD_NAME; NULL: none known */
+        bool refusal_said;              /* a signal not from systemd was logged once */
         UnitStateFn fn;
         void *userdata;
 };
@@ -71,16 +75,99 @@ int unit_watch_parse(sd_bus_message *m, char *unit, size_t size, UnitState *ret_
         return 1;
 }
 
+bool unit_watch_from_systemd(sd_bus_message *m, const char *systemd) {
+        const char *sender = sd_bus_message_get_sender(m);
+
+        /* The broker fills in the sender, so it cannot be forged; the match rule's sender= cannot be
+         * trusted instead, as the broker delivers a signal sent to us by name whatever our rules say. */
+        return systemd && sender && streq(sender, systemd) && !sd_bus_message_get_destination(m);
+}
+
+int unit_watch_owner_changed(sd_bus_message *m, char **systemd) {
+        const char *name, *old_owner, *new_owner;
+        char *copy = NULL;
+        int r;
+
+        /* Only the broker itself can send as its own name. */
+        if (!streq_ptr(sd_bus_message_get_sender(m), BUS_DRIVER_NAME))
+                return 0;
+        r = sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner);
+        if (r < 0)
+                return r;
+        if (!streq(name, SYSTEMD_NAME))
+                return 0;
+        if (*new_owner && !(copy = strdup(new_owner)))
+                return -ENOMEM;
+        free(*systemd);
+        *systemd = copy;
+        return 1;
+}
+
+static void say_refused(UnitWatch *w, sd_bus_message *m) {
+        const char *sender = sd_bus_message_get_sender(m), *destination = sd_bus_message_get_destination(m);
+
+        /* Anyone on the bus may send these: said once, so that a flood of them fills no journal. */
+        if (w->refusal_said) {
+                log_debug("Ignoring a unit's PropertiesChanged signal from %s%s%s, not systemd's broadcast",
+                          strna(sender), destination ? " to " : "", destination ?: "");
+                return;
+        }
+        w->refusal_said = true;
+        log_notice("Ignoring a unit's PropertiesChanged signal from %s%s%s: only systemd's broadcasts (from %s) "
+                   "say that a unit stops; further ones are not logged", strna(sender),
+                   destination ? " sent to this daemon alone as " : "", destination ?: "",
+                   w->systemd ?: "no owner of " SYSTEMD_NAME " known");
+}
+
 static int on_properties(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitWatch *w = userdata;
         char unit[256];
         UnitState state;
-        int r = unit_watch_parse(m, unit, sizeof(unit), &state);
+        int r;
 
+        if (!unit_watch_from_systemd(m, w->systemd)) {
+                say_refused(w, m);
+                return 0;
+        }
+        r = unit_watch_parse(m, unit, sizeof(unit), &state);
         if (r < 0)
                 log_debug_errno(r, "Ignoring a unit's PropertiesChanged signal that cannot be read: %m");
         else if (r > 0)
                 w->fn(unit, state, w->userdata);
+        return 0;
+}
+
+static int on_owner_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitWatch *w = userdata;
+        int r = unit_watch_owner_changed(m, &w->systemd);
+
+        if (r < 0)
+                log_debug_errno(r, "Ignoring a NameOwnerChanged signal that cannot be read: %m");
+        else if (r > 0)
+                log_debug("%s is now owned by %s", SYSTEMD_NAME, w->systemd ?: "nobody");
+        return 0;
+}
+
+/* The broker's answer to GetNameOwner: systemd's unique name, or an error when nobody owns the name. */
+static int on_owner_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        UnitWatch *w = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        const char *owner;
+        char *copy = NULL;
+
+        if (!streq_ptr(sd_bus_message_get_sender(m), BUS_DRIVER_NAME))
+                return 0;
+        if (e)
+                log_debug("No owner of %s yet (%s): no unit's signal is taken until one comes", SYSTEMD_NAME,
+                          e->message ?: e->name);
+        else if (sd_bus_message_read(m, "s", &owner) < 0 || !*owner)
+                log_notice("The bus's answer naming the owner of %s cannot be read: no unit's signal is taken "
+                           "until the name changes hands", SYSTEMD_NAME);
+        else if (!(copy = strdup(owner)))
+                log_warning("Out of memory keeping the owner of %s: no unit's signal is taken until the name "
+                            "changes hands", SYSTEMD_NAME);
+        free(w->systemd);
+        w->systemd = copy;
         return 0;
 }
 
@@ -105,21 +192,43 @@ static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *erro
 }
 
 int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_open_system_with_description(&bus, "mdreclaimd-units");
+        if (r < 0)
+                return r;
+        return unit_watch_new_on_bus(bus, event, fn, userdata, ret);
+}
+
+int unit_watch_new_on_bus(sd_bus *bus, sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
         _cleanup_free_ UnitWatch *w = calloc(1, sizeof(UnitWatch));
         int r;
 
-        if (!w)
+        if (!w) {
+                sd_bus_close_unref(bus);
                 return -ENOMEM;
+        }
         w->fn = fn;
         w->userdata = userdata;
-        r = sd_bus_open_system_with_description(&w->bus, "mdreclaimd-units");
-        if (r < 0)
-                return r;
+        w->bus = bus;
         /* Never exit or block on it: the daemon works without. No flush at the loop's exit either:
          * a bus still connecting would hold the stop (and the throttles' restore) for its timeouts. */
         (void) sd_bus_set_exit_on_disconnect(w->bus, false);
         (void) sd_bus_set_close_on_exit(w->bus, false);
-        r = sd_bus_add_match_async(w->bus, &w->match,
+        /* Who systemd is on this bus, before anything it says is listened to: the match on its name's
+         * changes first, then the question, so that the last of the two to arrive is the newest. */
+        r = sd_bus_add_match_async(w->bus, &w->owner_match,
+                                   "type='signal',sender='" BUS_DRIVER_NAME "',path='/org/freedesktop/DBus',"
+                                   "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                                   "arg0='" SYSTEMD_NAME "'",
+                                   on_owner_signal, NULL, w);
+        if (r >= 0)
+                r = sd_bus_call_method_async(w->bus, &w->owner_call, BUS_DRIVER_NAME, "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "GetNameOwner", on_owner_reply, w, "s",
+                                             SYSTEMD_NAME);
+        if (r >= 0)
+                r = sd_bus_add_match_async(w->bus, &w->match,
                                    "type='signal',sender='org.freedesktop.systemd1',"
                                    "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
                                    "path_namespace='" UNIT_PATH_PREFIX "',arg0='" UNIT_INTERFACE "'",
@@ -148,6 +257,9 @@ UnitWatch *unit_watch_free(UnitWatch *w) {
         sd_bus_slot_unref(w->match);
         sd_bus_slot_unref(w->subscribe);
         sd_bus_slot_unref(w->disconnected);
+        sd_bus_slot_unref(w->owner_match);
+        sd_bus_slot_unref(w->owner_call);
+        free(w->systemd);
         if (w->bus) {
                 (void) sd_bus_detach_event(w->bus);
                 sd_bus_close_unref(w->bus);     /* no flush: a stop never waits on the bus */

@@ -6,6 +6,13 @@
  * actuator lifts them as the stop begins rather than when the last process is
  * gone, which races with systemd's own removal of the cgroup.
  *
+ * Only systemd's own broadcasts are believed: any client of the bus may send
+ * a signal to the daemon by name, and the broker hands it over whatever the
+ * match rules say. The watch keeps the unique name that owns
+ * org.freedesktop.systemd1 (asked at start, then followed through the
+ * broker's NameOwnerChanged) and takes a unit's signal only from it, and
+ * only when it was sent to no one in particular.
+ *
  * Optional: without a system bus (no systemd, tests on a fixture tree) the
  * daemon goes on without it, and the cgroup.events watch alone lifts.
  */
@@ -30,7 +37,24 @@ typedef struct UnitWatch UnitWatch;
 
 /* Connects to the system bus and subscribes; -errno when there is no bus to watch (the caller goes on without). */
 int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret);
+/* The same on `bus`, which it takes over (and closes on failure): a connection to a bus broker, started. */
+int unit_watch_new_on_bus(sd_bus *bus, sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret);
 UnitWatch *unit_watch_free(UnitWatch *w);
+
+/*
+ * Whether `m` is systemd's: sent by `systemd`, the unique name that owns
+ * org.freedesktop.systemd1 (NULL: none known, nothing is), with no
+ * destination (a broadcast, not a message to this daemon alone).
+ */
+bool unit_watch_from_systemd(sd_bus_message *m, const char *systemd);
+
+/*
+ * Reads a NameOwnerChanged signal: when the broker sent it
+ * (org.freedesktop.DBus) and it is about org.freedesktop.systemd1, the new
+ * owner replaces *systemd (NULL: nobody owns it now) and 1 is returned; 0 for
+ * a signal of anyone else or about another name; -errno for a malformed one.
+ */
+int unit_watch_owner_changed(sd_bus_message *m, char **systemd);
 
 /*
  * Reads a PropertiesChanged signal of a unit object: its name (decoded from
