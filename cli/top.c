@@ -135,8 +135,7 @@ static int wait_key(const Screen *s, uint64_t deadline) {
         if (now >= deadline)
                 return 0;
         if (!s->tty) {
-                struct timespec ts = { .tv_sec = (time_t) ((deadline - now) / USEC_PER_SEC),
-                                       .tv_nsec = (long) ((deadline - now) % USEC_PER_SEC * 1000) };
+                struct timespec ts = timespec_from_usec(deadline - now);
                 (void) nanosleep(&ts, NULL);
                 return 0;
         }

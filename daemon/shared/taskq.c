@@ -30,8 +30,10 @@ struct TaskQueue {
         bool started;
         pthread_mutex_t lock;
         pthread_cond_t wake;
+        pthread_cond_t exited_cond;     /* CLOCK_MONOTONIC: signalled when the thread is about to end */
+        bool exited;
         bool stop;                      /* read by taskq_stopping() without the lock */
-        uint64_t stop_deadline;         /* CLOCK_REALTIME: taskq_stop() waits for the running task until then */
+        uint64_t stop_deadline;         /* CLOCK_MONOTONIC: taskq_stop() waits for the running task until then */
         bool interrupt_at_stop;
         size_t max;
         TaskList queued, done;
@@ -80,9 +82,7 @@ static void on_signal(int sig) {
 }
 
 static void arm_budget(TaskQueue *q, uint64_t usec) {
-        struct itimerspec its = {
-                .it_value = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 },
-        };
+        struct itimerspec its = { .it_value = timespec_from_usec(usec) };
 
         if (q->have_timer)
                 (void) timer_settime(q->timer, 0, &its, NULL);
@@ -146,9 +146,11 @@ static void *taskq_main(void *arg) {
                 if (write(q->efd, &one, sizeof(one)) < 0)
                         log_debug_errno(errno, "task queue: eventfd write failed: %m");
         }
-        pthread_mutex_unlock(&q->lock);
         if (q->have_timer)
                 timer_delete(q->timer);
+        q->exited = true;
+        pthread_cond_broadcast(&q->exited_cond);
+        pthread_mutex_unlock(&q->lock);
         return NULL;
 }
 
@@ -195,6 +197,7 @@ static void taskq_freep(TaskQueue **q) {
 int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_stop, void *userdata,
               TaskQueue **ret) {
         _cleanup_(taskq_freep) TaskQueue *q = calloc(1, sizeof(TaskQueue));
+        pthread_condattr_t attr;
         int r;
 
         if (!q)
@@ -205,6 +208,11 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
         q->userdata = userdata;
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->wake, NULL);
+        /* The stop's wait is measured on the monotonic clock: a wall clock set back would stretch it. */
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&q->exited_cond, &attr);
+        pthread_condattr_destroy(&attr);
         q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (q->efd < 0)
                 return negative_errno();
@@ -226,15 +234,22 @@ int taskq_new(sd_event *event, const char *name, size_t max, bool interrupt_at_s
  * process is stopping; the kernel ends the thread with it). Returns false then.
  */
 static bool join_in_time(TaskQueue *q) {
-        struct timespec ts = { .tv_sec = (time_t) (q->stop_deadline / USEC_PER_SEC),
-                               .tv_nsec = (long) (q->stop_deadline % USEC_PER_SEC) * 1000 };
+        struct timespec ts = timespec_from_usec(q->stop_deadline);
+        bool exited;
 
         if (!q->interrupt_at_stop) {
                 pthread_join(q->thread, NULL);
                 return true;
         }
-        if (pthread_timedjoin_np(q->thread, NULL, &ts) == 0)
+        pthread_mutex_lock(&q->lock);
+        while (!q->exited && pthread_cond_timedwait(&q->exited_cond, &q->lock, &ts) != ETIMEDOUT)
+                ;
+        exited = q->exited;
+        pthread_mutex_unlock(&q->lock);
+        if (exited) {
+                pthread_join(q->thread, NULL);  /* it has left its loop: this returns at once */
                 return true;
+        }
         log_warning("A blocking task did not return within %llums of the stop; it is abandoned",
                     (unsigned long long) (TASKQ_STOP_WAIT_USEC / USEC_PER_MSEC));
         return false;
@@ -244,7 +259,7 @@ void taskq_stop(TaskQueue *q) {
         if (!q || !q->started || __atomic_load_n(&q->stop, __ATOMIC_ACQUIRE))
                 return;
         pthread_mutex_lock(&q->lock);
-        q->stop_deadline = now_usec(CLOCK_REALTIME) + TASKQ_STOP_WAIT_USEC;
+        q->stop_deadline = now_usec(CLOCK_MONOTONIC) + TASKQ_STOP_WAIT_USEC;
         __atomic_store_n(&q->stop, true, __ATOMIC_RELEASE);
         pthread_cond_signal(&q->wake);
         if (q->running && q->interrupt_at_stop)
@@ -266,6 +281,7 @@ TaskQueue *taskq_free(TaskQueue *q) {
         closep(&q->efd);
         pthread_mutex_destroy(&q->lock);
         pthread_cond_destroy(&q->wake);
+        pthread_cond_destroy(&q->exited_cond);
         free(q);
         return NULL;
 }

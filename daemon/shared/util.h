@@ -21,6 +21,12 @@
 #define USEC_PER_SEC  UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 
+/* µs as a struct timespec (a duration, or a point on whichever clock the µs count on). */
+static inline struct timespec timespec_from_usec(uint64_t usec) {
+        return (struct timespec) { .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                                   .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 };
+}
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }
