@@ -13,41 +13,14 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "conf-test.h"
 #include "log.h"
 #include "util.h"
 
-static char root[256];
-
-static int setup(void **state) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(root, sizeof(root), "%s/mdreclaim-conf-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        assert_non_null(mkdtemp(root));
-        return 0;
-}
-
-static int teardown(void **state) {
-        char cmd[512];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        return system(cmd) == 0 ? 0 : -1;
-}
-
-/* Writes root/rel, creating directories. Returns the full path (static buffer). */
+/* tmp_root/rel written with `content`, directories made; its full path (a static buffer). */
 static const char *put(const char *rel, const char *content) {
-        static char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", root, rel);
-        for (char *s = path + strlen(root) + 1; *s; s++)
-                if (*s == '/') {
-                        *s = '\0';
-                        (void) mkdir(path, 0755);
-                        *s = '/';
-                }
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(content, f);
-        fclose(f);
-        return path;
+        tmp_root_put(rel, content);
+        return tmp_root_path(rel);
 }
 
 /* True if some diagnostic contains both strings. */
@@ -68,7 +41,7 @@ static void dump(const ConfDiag *d) {
 static Config *load_ok(void) {
         ConfDiag diag = {};
         Config *c = NULL;
-        int r = config_load(root, &c, &diag);
+        int r = config_load(tmp_root, &c, &diag);
 
         if (r < 0)
                 dump(&diag);
@@ -81,7 +54,7 @@ static Config *load_ok(void) {
 static void load_fail(ConfDiag *diag) {
         Config *c = NULL;
 
-        assert_int_equal(config_load(root, &c, diag), -EINVAL);
+        assert_int_equal(config_load(tmp_root, &c, diag), -EINVAL);
         assert_null(c);
 }
 
@@ -183,7 +156,7 @@ static void test_policy_masking(void **state) {
 
         /* A link to /dev/null in /etc masks the shipped policy. */
         put("etc/mdreclaim/policies.d/.keep", "");
-        snprintf(link, sizeof(link), "%s/etc/mdreclaim/policies.d/old.conf", root);
+        snprintf(link, sizeof(link), "%s/etc/mdreclaim/policies.d/old.conf", tmp_root);
         assert_int_equal(symlink("/dev/null", link), 0);
         c = load_ok();
         assert_int_equal(c->n_policies, 1);
@@ -439,6 +412,17 @@ static void test_size_minimums(void **state) {
         accepted_policy("CacheFloor=0");
 }
 
+/* A size past what 64 bits hold is refused as such, never taken as what it wraps to. */
+static void test_size_out_of_range(void **state) {
+        refused_policy("DirtyLimit=18446744073709551615.1K", "DirtyLimit=18446744073709551615.1K is out of range: "
+                       "a size must come to less than 16E (2^64 bytes)");
+        refused_policy("DirtyLimit=16E", "DirtyLimit=16E is out of range: a size must come to less than 16E");
+        refused_policy("CacheFloor=18446744073709551616", "CacheFloor=18446744073709551616 is out of range");
+        refused_policy("MetadataCacheMax=15E 1024P", "MetadataCacheMax=15E 1024P is out of range");
+        refused_policy("CacheFloor=-1M", "CacheFloor=-1M is out of range: a size cannot be negative");
+        accepted_policy("CacheFloor=15E");
+}
+
 /* Every suffix in a file; the slips other tools allow are refused with what to write instead. */
 static void test_size_suffixes_in_files(void **state) {
         static const struct { const char *v; uint64_t bytes; } ok[] = {
@@ -488,7 +472,7 @@ static void test_raw_bytes(void **state) {
 
         /* A lone CR would hide the rest of the line; a NUL likewise. */
         put("etc/mdreclaim/mdreclaimd.conf", "[Daemon]\rInterval=50ms\rLogLevel=loud\r\n");
-        snprintf(path, sizeof(path), "%s/etc/mdreclaim/policies.d/nul.conf", root);
+        snprintf(path, sizeof(path), "%s/etc/mdreclaim/policies.d/nul.conf", tmp_root);
         put("etc/mdreclaim/policies.d/.keep", "");
         f = fopen(path, "we");
         fwrite(nul_line, 1, sizeof(nul_line) - 1, f);
@@ -514,7 +498,7 @@ static void test_unreadable_file(void **state) {
         char dir[600];
 
         /* A directory where a file should be cannot be read as one. */
-        snprintf(dir, sizeof(dir), "%s/etc/mdreclaim/mdreclaimd.conf", root);
+        snprintf(dir, sizeof(dir), "%s/etc/mdreclaim/mdreclaimd.conf", tmp_root);
         put("etc/mdreclaim/.keep", "");
         assert_int_equal(mkdir(dir, 0755), 0);
         load_fail(&d);
@@ -524,20 +508,21 @@ static void test_unreadable_file(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_good_files, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_precedence_and_dropins, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_policy_masking, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_history_section, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_latency_target, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_latency_target_by_filesystem, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_metrics_section, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_size_minimums, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_size_suffixes_in_files, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_duplicate_policy, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_unreadable_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_defaults, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_good_files, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_precedence_and_dropins, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_policy_masking, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_history_section, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_latency_target, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_latency_target_by_filesystem, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_metrics_section, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_errors_name_file_and_line, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_size_minimums, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_size_out_of_range, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_size_suffixes_in_files, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_duplicate_policy, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_raw_bytes, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_unreadable_file, tmp_root_setup, tmp_root_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "conf-test.h"
 #include "policy-store.h"
 #include "util.h"
 
@@ -148,27 +149,10 @@ static void test_edit_errors(void **state) {
 
 /* ---- the files ---- */
 
-static char root[256];
-
-static int setup(void **state) {
-        const char *tmp = getenv("TMPDIR");
-
-        snprintf(root, sizeof(root), "%s/mdreclaim-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        assert_non_null(mkdtemp(root));
-        return 0;
-}
-
-static int teardown(void **state) {
-        char cmd[512];
-
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-        return system(cmd) == 0 ? 0 : -1;
-}
-
 static char *path_of(const char *dir, const char *name) {
         static char p[512];
 
-        snprintf(p, sizeof(p), "%s/%s/mdreclaim/policies.d/%s.conf", root, dir, name);
+        snprintf(p, sizeof(p), "%s/%s/mdreclaim/policies.d/%s.conf", tmp_root, dir, name);
         return p;
 }
 
@@ -200,7 +184,7 @@ static void put(const char *path, const char *text) {
 static int apply(const char *name, const char *const *set, size_t n_set, const char *const *unset, size_t n_unset,
                  bool remove,
                  char **ret_message) {
-        PolicyChange c = { .root = root, .name = (char *) name, .set = (char **) set, .n_set = n_set,
+        PolicyChange c = { .root = tmp_root, .name = (char *) name, .set = (char **) set, .n_set = n_set,
                            .unset = (char **) unset, .n_unset = n_unset, .remove = remove };
         char *path = NULL, *message = NULL;
         int r = policy_store_apply(&c, &path, &message);
@@ -222,7 +206,7 @@ static size_t etc_files(void) {
         size_t n = 0;
         char line[512];
 
-        snprintf(cmd, sizeof(cmd), "ls -A '%s/etc/mdreclaim/policies.d' 2>/dev/null", root);
+        snprintf(cmd, sizeof(cmd), "ls -A '%s/etc/mdreclaim/policies.d' 2>/dev/null", tmp_root);
         p = popen(cmd, "re");
         assert_non_null(p);
         while (fgets(line, sizeof(line), p)) {
@@ -322,10 +306,10 @@ int main(void) {
                 cmocka_unit_test(test_edit_continuations_and_spacing),
                 cmocka_unit_test(test_edit_other_sections_untouched),
                 cmocka_unit_test(test_edit_errors),
-                cmocka_unit_test_setup_teardown(test_store_set_unset_remove, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_store_refuses_invalid, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_store_lower_directories, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_store_broken_neighbour_blocks_changes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_store_set_unset_remove, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_store_refuses_invalid, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_store_lower_directories, tmp_root_setup, tmp_root_teardown),
+                cmocka_unit_test_setup_teardown(test_store_broken_neighbour_blocks_changes, tmp_root_setup, tmp_root_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
