@@ -496,6 +496,11 @@ static void report_bad_value(const ConfKeyDef *k, const ConfLocation *loc, const
         else if (r == -EDOM)
                 conf_diag_add(diag, loc->file, loc->line, "%s=%s is below the minimum of %s: %s", k->key, value,
                               format_size_exact(min, k->min), k->min_why);
+        else if (r == -ERANGE && key_takes_size(k) && !strchr(value, '%'))
+                conf_diag_add(diag, loc->file, loc->line, "%s=%s is out of range: %s", k->key, value,
+                              value[strspn(value, " \t")] == '-' ? "a size cannot be negative" :
+                              "a size must come to less than 16E (2^64 bytes), and a fraction counts as a whole "
+                              "unit more of its suffix");
         else if (key_takes_size(k) && size_slip(value, hint, sizeof(hint)) && parse_size(hint, false, &u) >= 0)
                 conf_diag_add(diag, loc->file, loc->line, "%s=: expected %s, got '%s' (write %s: suffixes are "
                               "upper case and take no B or iB)", k->key, k->expected, value, hint);

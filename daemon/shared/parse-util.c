@@ -126,7 +126,9 @@ static int parse_size_term(const char **p, size_t *next, uint64_t *total) {
         if (i == ELEMENTSOF(size_units))
                 return -EINVAL;
         factor = UINT64_C(1) << size_units[i].shift;
-        if (whole + (frac > 0) > UINT64_MAX / factor)
+        /* As systemd: a fraction counts as one more unit here. Compared without adding to `whole`,
+         * which wraps to 0 at UINT64_MAX ("18446744073709551615.1K" was taken). */
+        if (whole > UINT64_MAX / factor || (frac > 0 && whole == UINT64_MAX / factor))
                 return -ERANGE;
         bytes = whole * factor + (uint64_t) (frac * (double) factor);
         if (bytes > UINT64_MAX - *total)

@@ -79,6 +79,29 @@ static void test_size_forms(void **state) {
         assert_int_equal(parse_size("1.99999999999999999999K", false, &v), -ERANGE);  /* 20 digits */
 }
 
+/* Every term past 2^64 - 1 bytes is refused, whatever its form: none wraps to a smaller size. */
+static void test_size_overflow(void **state) {
+        static const char *const refused[] = {
+                "18446744073709551615.1K", "18446744073709551615.5", "18446744073709551615.1B",
+                "18446744073709551615.9E", "18446744073709551615K", "18014398509481984K",
+                "18014398509481983.1K", "17179869184G", "15.5E", "15.0000001E", "1K 18446744073709551615",
+                "15E 1024P", "15E 1023P 1023T 1023G 1023M 1023K 1024", "18446744073709551615B 1",
+        };
+        uint64_t v;
+
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+                v = 42;
+                assert_int_equal(parse_size(refused[i], false, &v), -ERANGE);
+                assert_true(v == 42);   /* nothing stored */
+        }
+        /* The largest of each unit still fits. */
+        assert_true(size_of("18014398509481983K") == UINT64_C(18014398509481983) << 10);
+        assert_true(size_of("18014398509481982.5K") == (UINT64_C(18014398509481982) << 10) + 512);
+        assert_true(size_of("15E") == UINT64_C(15) << 60);
+        assert_true(size_of("18446744073709551614B 1") == UINT64_MAX);
+        assert_true(size_of("15E 1023P 1023T 1023G 1023M 1023K 1023") == UINT64_MAX);
+}
+
 static void test_size_max(void **state) {
         uint64_t v;
 
@@ -175,6 +198,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_size_suffixes),
                 cmocka_unit_test(test_size_forms),
+                cmocka_unit_test(test_size_overflow),
                 cmocka_unit_test(test_size_max),
                 cmocka_unit_test(test_percent),
                 cmocka_unit_test(test_duration),
