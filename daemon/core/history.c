@@ -113,13 +113,37 @@ static void track_push(History *h, HistoryTrack *t, const HistorySample *s) {
         t->oldest = (t->oldest + 1) % h->capacity;
 }
 
+/*
+ * Drops the samples of `t` dated after `usec`, newest first. A track is kept
+ * in time order, so these are its last ones: samples taken while the clock
+ * was ahead, which it has since been set back from. Kept, they would sit in
+ * front of every new sample, and hold their track against a new cgroup
+ * until the clock caught up with them.
+ */
+static void track_drop_after(const History *h, HistoryTrack *t, uint64_t usec) {
+        const HistorySample *s;
+
+        while ((s = track_newest(h, t)) && s->realtime_usec > usec)
+                t->n--;
+}
+
+/* Adds `s` as the newest sample of `t`, after dropping any that claim to be newer. */
+static void track_add(History *h, HistoryTrack *t, const HistorySample *s) {
+        track_drop_after(h, t, s->realtime_usec);
+        track_push(h, t, s);
+}
+
 /* The track to give up for a new cgroup: the one whose newest sample is the oldest, if older than `now`. */
 static HistoryTrack *track_to_reuse(History *h, uint64_t now_usec) {
         HistoryTrack *best = NULL;
         uint64_t best_usec = UINT64_MAX;
 
         for (size_t i = 0; i < h->n_tracks; i++) {
-                const HistorySample *s = track_newest(h, &h->tracks[i]);
+                const HistorySample *s;
+
+                /* A track dated ahead of now (a clock set back) is judged by what it holds up to now. */
+                track_drop_after(h, &h->tracks[i], now_usec);
+                s = track_newest(h, &h->tracks[i]);
                 uint64_t usec = s ? s->realtime_usec : 0;
 
                 if (usec < best_usec) {
@@ -165,7 +189,7 @@ int history_append(History *h, const char *path, const HistorySample *s) {
                 if (r < 0)
                         return r;
         }
-        track_push(h, t, s);
+        track_add(h, t, s);
         return 0;
 }
 
@@ -272,7 +296,7 @@ static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n) {
                 if (get(st, &s, sizeof(s)) < 0)
                         return -EBADMSG;
                 if (t)
-                        track_push(h, t, &s);
+                        track_add(h, t, &s);
         }
         return 0;
 }

@@ -85,7 +85,9 @@ const HistorySample *history_track_get(const History *h, const HistoryTrack *t, 
  * falling out of a full ring. A cgroup without a track gets one; when all
  * are taken, the track whose newest sample is the oldest is given up, unless
  * it holds a sample as new as `s` (then -ENOSPC: every track is in use this
- * round). -ENOMEM.
+ * round). -ENOMEM. A track stays in time order: its samples dated after `s`
+ * (the clock was ahead when they were taken) are dropped first, and so are
+ * those of a track given up that are dated after `s`.
  */
 int history_append(History *h, const char *path, const HistorySample *s);
 
@@ -93,7 +95,8 @@ int history_append(History *h, const char *path, const HistorySample *s);
 int history_save(const History *h, FILE *f);
 /*
  * Reads what history_save() wrote into the empty `h`, keeping the newest
- * samples that fit its capacity and the first tracks that fit its bound.
+ * samples that fit its capacity and the first tracks that fit its bound; in
+ * each track, a sample older than one before it drops the newer ones.
  * -EBADMSG: not a history file, cut short, too large or damaged;
  * -EPROTONOSUPPORT: another version. On error `h` is left empty.
  */

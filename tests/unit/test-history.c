@@ -234,6 +234,85 @@ static void test_files(void **state) {
         history_free(h);
 }
 
+/*
+ * Samples taken while the clock was ahead (1000 and on), then the clock set
+ * back (to 10): a new cgroup gets a track at once, not once the clock has
+ * caught up, and every track goes on in time order.
+ */
+static void test_future_samples_give_way(void **state) {
+        History *h;
+        HistorySample s = sample(11);
+        char buf[256];
+
+        assert_int_equal(history_new(4, 2, &h), 0);
+        for (uint64_t t = 1000; t <= 1002; t++) {
+                append(h, NULL, t);
+                append(h, "/a", t);
+                append(h, "/b", t);
+        }
+        /* The clock is back at 10: /c takes the track of the cgroup the round did not record (/b). */
+        append(h, NULL, 10);
+        append(h, "/a", 10);
+        append(h, "/c", 10);
+        assert_null(history_find(h, "/b"));
+        assert_string_equal(times(h, "/c", buf), "10");
+        assert_string_equal(times(h, "/a", buf), "10");
+        assert_string_equal(times(h, NULL, buf), "10");
+        /* Within one round, the tracks the round wrote are still not given up. */
+        assert_int_equal(history_append(h, "/d", &(HistorySample) { .realtime_usec = 10 }), -ENOSPC);
+        append(h, "/a", 11);
+        append(h, "/d", 11);
+        assert_null(history_find(h, "/c"));
+        assert_int_equal(history_append(h, "/e", &s), -ENOSPC);
+        history_free(h);
+}
+
+/* The same from the file: a history saved while the clock was ahead, read back after it was set back. */
+static void test_future_samples_from_the_file(void **state) {
+        History *h, *back;
+        FILE *f;
+        char buf[256];
+
+        assert_int_equal(history_new(4, 2, &h), 0);
+        for (uint64_t t = 1; t <= 2; t++)
+                append(h, NULL, t);
+        for (uint64_t t = 1000; t <= 1001; t++) {
+                append(h, NULL, t);
+                append(h, "/a", t);
+                append(h, "/b", t);
+        }
+        f = saved(h);
+        assert_int_equal(history_new(4, 2, &back), 0);
+        assert_int_equal(history_load(back, f), 0);
+        assert_string_equal(times(back, NULL, buf), "1,2,1000,1001");
+        append(back, NULL, 10);
+        assert_string_equal(times(back, NULL, buf), "1,2,10");
+        append(back, "/c", 10);
+        assert_string_equal(times(back, "/c", buf), "10");
+        append(back, "/d", 10);
+        assert_null(history_find(back, "/a"));
+        assert_null(history_find(back, "/b"));
+        fclose(f);
+        history_free(back);
+        history_free(h);
+
+        /* A file an older daemon wrote across the clock's step back, out of order: read back in order. */
+        assert_int_equal(history_new(4, 2, &h), 0);
+        for (uint64_t t = 1; t <= 4; t++)
+                append(h, NULL, t);
+        h->host.ring[0].realtime_usec = 1000;
+        h->host.ring[1].realtime_usec = 1001;
+        h->host.ring[2].realtime_usec = 5;
+        h->host.ring[3].realtime_usec = 6;
+        f = saved(h);
+        assert_int_equal(history_new(4, 2, &back), 0);
+        assert_int_equal(history_load(back, f), 0);
+        assert_string_equal(times(back, NULL, buf), "5,6");
+        fclose(f);
+        history_free(back);
+        history_free(h);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ring_wraps),
@@ -241,6 +320,8 @@ int main(void) {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_garbage_refused),
                 cmocka_unit_test(test_files),
+                cmocka_unit_test(test_future_samples_give_way),
+                cmocka_unit_test(test_future_samples_from_the_file),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
