@@ -47,7 +47,9 @@ typedef struct Text {
 static int write_text(FILE *f, void *userdata) {
         const Text *t = userdata;
 
-        return fwrite(t->text, 1, t->size, f) == t->size ? 0 : -EIO;
+        /* A short fwrite() leaves the failed write()'s errno (ENOSPC, EDQUOT, ...): that is the cause to log. */
+        errno = 0;
+        return fwrite(t->text, 1, t->size, f) == t->size ? 0 : negative_errno();
 }
 
 /* Replaced whole (file_replace: "mdreclaim.prom.tmp" first, which the collector does not read). */
