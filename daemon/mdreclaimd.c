@@ -36,6 +36,8 @@ typedef struct Options {
         const char *proc_root;
         const char *sys_root;
         const char *state_dir;
+        bool state_dir_given;
+        const char *persistent_dir;     /* NULL: --state-dir's if given, else $STATE_DIRECTORY, else /var/lib/mdreclaim */
         const char *control_socket;
         uint64_t sample_window_usec;
         int log_level;
@@ -60,8 +62,11 @@ static void help(void) {
                "  --log-level LEVEL   emerg, alert, crit, err, warning, notice, info, debug\n"
                "  --proc-root DIR     read /proc files below DIR (for tests)\n"
                "  --sys-root DIR      read /sys files below DIR (for tests)\n"
-               "  --state-dir DIR     keep the throttle ledger and the sample history in DIR\n"
-               "                      (default /run/mdreclaim)\n"
+               "  --state-dir DIR     keep the throttle ledger in DIR (default /run/mdreclaim)\n"
+               "  --persistent-dir DIR\n"
+               "                      keep what outlives a reboot (device capacities, the\n"
+               "                      sample history) in DIR (default $STATE_DIRECTORY,\n"
+               "                      /var/lib/mdreclaim; --state-dir's DIR if that is given)\n"
                "  --control-socket P  serve the control API on P (default: ControlSocket=,\n"
                "                      " CONTROL_SOCKET_DEFAULT ")\n"
                "  --version           print the version\n"
@@ -73,7 +78,7 @@ static void help(void) {
 static int parse_args(int argc, char **argv, Options *o) {
         enum { ARG_CONFIG_ROOT = 0x100, ARG_CGROUP_ROOT, ARG_CHECK_CONFIG, ARG_SAMPLE_ONCE,
                ARG_JSON, ARG_LOG_LEVEL, ARG_VERSION, ARG_HELP, ARG_PROC_ROOT, ARG_SYS_ROOT,
-               ARG_SAMPLE_WINDOW, ARG_STATE_DIR, ARG_CONTROL_SOCKET };
+               ARG_SAMPLE_WINDOW, ARG_STATE_DIR, ARG_PERSISTENT_DIR, ARG_CONTROL_SOCKET };
         static const struct option options[] = {
                 { "config-root", required_argument, NULL, ARG_CONFIG_ROOT },
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
@@ -84,6 +89,7 @@ static int parse_args(int argc, char **argv, Options *o) {
                 { "proc-root", required_argument, NULL, ARG_PROC_ROOT },
                 { "sys-root", required_argument, NULL, ARG_SYS_ROOT },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "persistent-dir", required_argument, NULL, ARG_PERSISTENT_DIR },
                 { "control-socket", required_argument, NULL, ARG_CONTROL_SOCKET },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -127,6 +133,10 @@ static int parse_args(int argc, char **argv, Options *o) {
                         break;
                 case ARG_STATE_DIR:
                         o->state_dir = optarg;
+                        o->state_dir_given = true;
+                        break;
+                case ARG_PERSISTENT_DIR:
+                        o->persistent_dir = optarg;
                         break;
                 case ARG_CONTROL_SOCKET:
                         if (optarg[0] != '/' || strlen(optarg) >= 108) {
@@ -254,6 +264,24 @@ static int run_sample_once(const Options *o, const char *cgroup_root) {
         return 0;
 }
 
+/* Where device capacities and the sample history are kept: --persistent-dir; with --state-dir alone
+ * (a test's tree) that directory, as before; else systemd's StateDirectory= ($STATE_DIRECTORY, the
+ * first of its list), else /var/lib/mdreclaim. */
+static const char *persistent_dir(Options *o) {
+        const char *env = getenv("STATE_DIRECTORY");
+
+        if (o->persistent_dir)
+                return o->persistent_dir;
+        if (o->state_dir_given)
+                return o->state_dir;
+        if (env && env[0] == '/') {
+                o->persistent_dir = strndup(env, strcspn(env, ":"));
+                if (o->persistent_dir)
+                        return o->persistent_dir;
+        }
+        return "/var/lib/mdreclaim";
+}
+
 int main(int argc, char **argv) {
         _cleanup_(config_freep) Config *config = NULL;
         _cleanup_free_ char *cgroup_root = NULL;
@@ -287,7 +315,7 @@ int main(int argc, char **argv) {
         }
         margs = (ManagerArgs) { .config_root = o.config_root, .cgroup_root = o.cgroup_root,
                                 .proc_root = o.proc_root, .sys_root = o.sys_root, .state_dir = o.state_dir,
-                                .log_level = o.log_level };
+                                .persistent_dir = persistent_dir(&o), .log_level = o.log_level };
         manager_apply_log_level(&margs, config);
 
         raise_fd_limit();

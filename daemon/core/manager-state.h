@@ -26,7 +26,10 @@ typedef struct ManagerArgs {
         const char *cgroup_root;        /* NULL: from the config or discovery */
         const char *proc_root;          /* "/proc" outside tests */
         const char *sys_root;           /* "/sys" outside tests */
-        const char *state_dir;          /* the throttle ledger's directory; "/run/mdreclaim" */
+        const char *state_dir;          /* the throttle ledgers' directory; "/run/mdreclaim" (a reboot clears
+                                         * the throttles, and so their records) */
+        const char *persistent_dir;     /* what outlives a reboot: device capacities, the sample history;
+                                         * NULL: state_dir */
         int log_level;                  /* -1: from the config */
 } ManagerArgs;
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
 #include "conf-file.h"
@@ -25,6 +26,10 @@ void manager_apply_log_level(const ManagerArgs *args, const Config *c) {
 
 const char *manager_state_dir(const Manager *m) {
         return m->args.state_dir ?: "/run/mdreclaim";
+}
+
+const char *manager_persistent_dir(const Manager *m) {
+        return m->args.persistent_dir ?: manager_state_dir(m);
 }
 
 static void manager_notify_status(Manager *m) {
@@ -279,7 +284,7 @@ static void manager_record_history(Manager *m) {
 }
 
 static void manager_load_history(Manager *m) {
-        const char *dir = manager_state_dir(m);
+        const char *dir = manager_persistent_dir(m);
         int r;
 
         if (m->config->daemon.history_samples == 0) {
@@ -317,13 +322,14 @@ static void manager_save_history(Manager *m, uint64_t now) {
 
         if (!m->history)
                 return;
-        r = history_write_file(m->history, manager_state_dir(m));
+        r = history_write_file(m->history, manager_persistent_dir(m));
         m->history_saved_usec = now;
         if (r < 0 && r != m->history_save_error)
-                log_warning_errno(r, "Cannot write the sample history to %s/%s: %m", manager_state_dir(m),
+                log_warning_errno(r, "Cannot write the sample history to %s/%s: %m", manager_persistent_dir(m),
                                   HISTORY_FILE_NAME);
         else if (r >= 0 && m->history_save_error < 0)
-                log_info("The sample history is written to %s/%s again", manager_state_dir(m), HISTORY_FILE_NAME);
+                log_info("The sample history is written to %s/%s again", manager_persistent_dir(m),
+                         HISTORY_FILE_NAME);
         m->history_save_error = MIN(r, 0);
 }
 
@@ -566,6 +572,17 @@ static void add_unit_watch(Manager *m) {
                                  "throttles are lifted once its cgroup is empty");
 }
 
+/* The persistent directory, made if missing (systemd's StateDirectory= makes it for the service;
+ * a daemon started by hand may be the first to use it). A failure is said once: the capacities
+ * and the history are then kept for this run only. */
+static void make_persistent_dir(Manager *m) {
+        const char *dir = manager_persistent_dir(m);
+
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                log_warning_errno(errno, "Cannot make %s (%m): device capacities and the sample history will "
+                                  "not outlive this run", dir);
+}
+
 /* What a previous run learnt of the devices; a file that is missing is no error, one that is odd is said and ignored. */
 static int load_capacities(Manager *m) {
         _cleanup_(conf_diag_clear) ConfDiag diag = {};
@@ -573,7 +590,7 @@ static int load_capacities(Manager *m) {
         size_t size;
         int r;
 
-        if (asprintf(&m->capacities_file, "%s/devices", manager_state_dir(m)) < 0)
+        if (asprintf(&m->capacities_file, "%s/devices", manager_persistent_dir(m)) < 0)
                 return -ENOMEM;
         r = conf_file_read(m->capacities_file, DEVSTAT_FILE_MAX, &text, &size, &diag);
         if (r == -ENOENT)
@@ -631,6 +648,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
         trigger_set_init(&m->triggers, m->event, on_pressure, m);
+        make_persistent_dir(m);
         r = load_capacities(m);
         if (r < 0)
                 return r;

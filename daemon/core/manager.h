@@ -54,8 +54,10 @@ int manager_tick(Manager *m);
  */
 int manager_tick_slice(Manager *m);
 
-/* Where the ledger and the history are kept. */
+/* Where the throttle ledgers are kept (cleared by a reboot, as the throttles are). */
 const char *manager_state_dir(const Manager *m);
+/* Where the device capacities and the sample history are kept (they outlive a reboot). */
+const char *manager_persistent_dir(const Manager *m);
 
 /* Applies the log level: --log-level wins over LogLevel=. */
 void manager_apply_log_level(const ManagerArgs *args, const Config *c);

@@ -206,6 +206,7 @@ check "no enablement symlink" not enabled_links
 check "no daemon is running" not pidof mdreclaimd
 check "no /etc/mdreclaim" test ! -e /etc/mdreclaim
 check "no /run/mdreclaim" test ! -e /run/mdreclaim
+check "no /var/lib/mdreclaim" test ! -e /var/lib/mdreclaim
 # The writer and the victim outlive the purge: the restored io.max is read
 # from a live cgroup.
 check "the writer is still running" test "$(systemctl is-active mdr-writer.service)" = active
