@@ -209,19 +209,37 @@ static void record_policy_change(EventLog *events, const PolicyJob *j, const Pol
                       j->change->remove ? "" : ": ", j->change->remove ? "" : q->summary);
 }
 
-/* The file, and what the policy does now that the configuration is reloaded with it. */
+/* An answer of the file alone (as daemons before the outcome gave it): the change is in force either way. */
+static int policy_reply_new(sd_bus_message *msg, const char *file, sd_bus_message **ret) {
+        int k = sd_bus_message_new_method_return(msg, ret);
+
+        if (k >= 0)
+                k = sd_bus_message_append(*ret, "s", file);
+        return k;
+}
+
+/*
+ * The file, and what the policy does now that the configuration is reloaded
+ * with it; every name in its escaped form. What it does is told when it can
+ * be: should that part fail, the answer is the file alone, so that no caller
+ * reads a change in force as one refused.
+ */
 static int reply_policy_changed(Api *s, sd_bus_message *msg, const PolicyJob *j) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        _cleanup_free_ char *file = name_escape(j->path);
         int k;
 
-        k = sd_bus_message_new_method_return(msg, &r);
-        if (k >= 0)
-                k = sd_bus_message_append(r, "s", j->path);
-        if (k >= 0)
-                k = api_append_policy_outcome(r, s->manager, j->change->name);
+        k = file ? policy_reply_new(msg, file, &r) : -ENOMEM;
+        if (k >= 0 && (k = api_append_policy_outcome(r, s->manager, j->change->name)) < 0) {
+                log_warning_errno(k, "Policy '%s' is in force (%s), but what it governs cannot be told in the "
+                                  "answer: %m", j->change->name, file);
+                r = sd_bus_message_unref(r);
+                k = policy_reply_new(msg, file, &r);
+        }
         if (k < 0)
-                return sd_bus_reply_method_errorf(msg, BUS_ERROR_FAILED, "%s was written and is in force, but the "
-                                                  "answer could not be built: %s", j->path, strerror(-k));
+                return sd_bus_reply_method_errorf(msg, BUS_ERROR_FAILED, "Policy '%s' was written and is in "
+                                                  "force, but the answer could not be built: %s", j->change->name,
+                                                  strerror(-k));
         return sd_bus_send(NULL, r, NULL);
 }
 
@@ -232,12 +250,14 @@ static void on_policy_done(PolicyJob *j, void *userdata) {
 
         if (j->result >= 0) {
                 record_policy_change(s->manager->events, j, q);
-                if (manager_reload(s->manager, NULL) < 0)
+                if (manager_reload(s->manager, NULL) < 0) {
+                        _cleanup_free_ char *file = name_escape(j->path);
+
                         (void) sd_bus_reply_method_errorf(q->msg, BUS_ERROR_FAILED,
                                                           "%s was written, but the reload refused the configuration "
                                                           "(see the journal); the running one stays in force",
-                                                          j->path);
-                else
+                                                          file ?: "The policy file");
+                } else
                         (void) reply_policy_changed(s, q->msg, j);
         } else {
                 if (j->result == -EINVAL)

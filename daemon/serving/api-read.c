@@ -262,14 +262,14 @@ int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *n
         if ((k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode))) < 0 ||
             (k = sd_bus_message_append(r, "{sv}", "mode_default", "b", (int) (p->mode_line == 0))) < 0 ||
             (k = bus_dict_u64(r, "cgroups", n)) < 0 ||
-            (k = bus_dict_strv(r, "cgroup_paths", paths, MIN(n, ELEMENTSOF(paths)))) < 0)
+            (k = bus_dict_namev(r, "cgroup_paths", paths, MIN(n, ELEMENTSOF(paths)))) < 0)
                 return k;
         if (shadowed > 0 &&
             ((k = bus_dict_u64(r, "shadowed", shadowed)) < 0 ||
-             (k = bus_dict_str(r, "shadowed_path", first->cg->path)) < 0 ||
+             (k = bus_dict_name(r, "shadowed_path", first->cg->path)) < 0 ||
              (k = bus_dict_str(r, "shadowed_by", first->policy->name)) < 0))
                 return k;
-        if (n == 0 && (k = bus_dict_strv(r, "nearest_units", near.names, near.n)) < 0)
+        if (n == 0 && (k = bus_dict_namev(r, "nearest_units", near.names, near.n)) < 0)
                 return k;
         return sd_bus_message_close_container(r);
 }
