@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api-internal.h"
+#include "name-escape.h"
 #include "util.h"
 
 /* At most this many samples in one reply (the newest), about 1.8 MB: within what a client may hold. */
@@ -37,7 +38,9 @@ static const HistoryTrack *find_by_name(const History *h, const char *what, size
         return *ret_found == 1 ? hit : NULL;
 }
 
+/* `what` is in the escaped form of names, as every answer gives them; the tracks hold the kernel's bytes. */
 static int resolve_track(Manager *m, const char *what, const HistoryTrack **ret, sd_bus_error *error) {
+        _cleanup_free_ char *raw = NULL, *path = NULL;
         const History *h = m->history;
         CgEntry *e;
         size_t found;
@@ -47,7 +50,13 @@ static int resolve_track(Manager *m, const char *what, const HistoryTrack **ret,
                 *ret = &h->host;
                 return 0;
         }
-        *ret = find_by_name(h, what, &found);
+        r = name_unescape(what, &raw);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "'%s' holds \\000, a NUL byte: no cgroup is named so", what);
+        if (r < 0)
+                return r;
+        *ret = find_by_name(h, raw, &found);
         if (*ret)
                 return 0;
         if (found > 1)
@@ -61,9 +70,12 @@ static int resolve_track(Manager *m, const char *what, const HistoryTrack **ret,
         *ret = history_find(h, e->cg->path);
         if (*ret)
                 return 0;
+        path = name_escape(e->cg->path);
+        if (!path)
+                return -ENOMEM;
         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_CGROUP,
                                  "%s has no sample history: only the host ('/') and cgroups under a policy have one "
-                                 "(at most [History] Cgroups=%zu of them)", e->cg->path, h->max_cgroups);
+                                 "(at most [History] Cgroups=%zu of them)", path, h->max_cgroups);
 }
 
 static int append_samples(sd_bus_message *r, const History *h, const HistoryTrack *t, size_t first) {
@@ -93,6 +105,7 @@ static size_t first_since(const History *h, const HistoryTrack *t, uint64_t sinc
 
 int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        _cleanup_free_ char *path = NULL;
         Manager *m = api_of(userdata)->manager;
         const HistoryTrack *t;
         const char *what;
@@ -114,9 +127,12 @@ int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         truncated = t->n - first > HISTORY_REPLY_MAX;
         if (truncated)
                 first = t->n - HISTORY_REPLY_MAX;
+        path = name_escape(t->path ?: "/");
+        if (!path)
+                return -ENOMEM;
         k = sd_bus_message_new_method_return(msg, &r);
         if (k >= 0)
-                k = sd_bus_message_append(r, "sb", t->path ?: "/", truncated);
+                k = sd_bus_message_append(r, "sb", path, truncated);
         if (k >= 0)
                 k = append_samples(r, m->history, t, first);
         if (k < 0)
