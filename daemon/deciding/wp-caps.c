@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Setting the write point's caps: the heaviest writers on a device a
+ * protected cgroup stalls on (or, with GuardRate=, is merely active on) get
+ * an io.max wbps= cap, and each stalling step takes it lower, down to the
+ * writer's floor. Raising and lifting them is wp-relax.c's.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wp-internal.h"
+
+static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate, const WpSettings *st) {
+        uint64_t base = dev && dev->capacity ? dev->capacity : rate;
+
+        if (w->policy->write_rate_min.set)
+                return MAX(bytes_of(&w->policy->write_rate_min, base), POLICY_WRITE_RATE_MIN_MIN);
+        return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
+}
+
+/* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
+ * (wp_relax_caps). */
+void wp_cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
+        const char *what = guarding ? "stalled or done io there" : "stalled";
+
+        if (victim)
+                snprintf(a->lifts_when, sizeof(a->lifts_when),
+                         "when %s and any other protected cgroup on %" PRIu32 ":%" PRIu32
+                         " have not %s for CapHoldTime", victim->path, a->major, a->minor, what);
+        else
+                snprintf(a->lifts_when, sizeof(a->lifts_when),
+                         "when no protected cgroup on %" PRIu32 ":%" PRIu32 " has %s for CapHoldTime",
+                         a->major, a->minor, what);
+}
+
+/*
+ * GuardRate= of the device's capacity. 0 before the capacity is known: what
+ * an unsaturated device completes says nothing of what it could (a guard
+ * sized from a victim's trickle would starve the writer), and a writer that
+ * floods it makes it known within a tick or two.
+ */
+uint64_t wp_guard_level(const WpDevice *dev, const WpSettings *st) {
+        return dev ? ppm_of(dev->capacity, st->guard_rate_ppm) : 0;
+}
+
+/* Whether the cgroup's io.stat lists the device: it has done io there since it was made (and its io
+ * controller is on). A standing guard goes only there: a cap on a cgroup that never wrote is a
+ * write that fails or churns every tick, and a cgroup made for a new writer is capped at the
+ * first tick it writes, as before. */
+static bool lists_device(const WpCgroup *c, uint32_t major, uint32_t minor) {
+        for (size_t d = 0; d < c->n_devices; d++)
+                if (c->devices[d].major == major && c->devices[d].minor == minor)
+                        return true;
+        return false;
+}
+
+/* Caps held on cgroups that do not write: at most half the table, so that a writer always finds room. */
+static size_t standing_caps(const WpCgroup *cg, size_t n, const WritePointState *state) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < state->n_caps; i++) {
+                const WpCgroup *w = wp_find_cgroup(cg, n, state->caps[i].cgroup_id);
+                k += !w || !wp_writing(w);
+        }
+        return k;
+}
+
+/*
+ * A cap for one writer: the first one from what it gets now (or, guarding,
+ * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
+ * A guard only ever sets the first cap.
+ */
+static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
+                       const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+        WpCap *cap = wp_find_cap(state, w->id, s->major, s->minor);
+        uint64_t floor = cap_floor(w, dev, rate, st), want;
+        uint32_t stall = s->victim->io_stall_ppm, base = wp_baseline(state, s->victim->id);
+        uint32_t smooth = wp_smoothed_stall(state, s->victim);
+        bool guarded = false;
+        WpAction *a;
+
+        if (cap && guard)
+                return;
+        if (cap && s->target_usec) {
+                /* In proportion to how far over the target the latency is, half at most a
+                 * step: the queue in front of the victim shrinks with the writer's share of
+                 * the device, and the next step judges what this one did. */
+                if (now - cap->stepped_usec < WP_LATENCY_STEP_USEC)
+                        return;
+                /* A cut shows once what the device had queued before it has completed:
+                 * within a second of the last one the latency stays up while that queue
+                 * drains. A second cut then only if the tick's own figure has grown since
+                 * the cut's (the smoothed one climbs on towards a flat level); the cuts
+                 * that came every half second on that alone took a writer from 11.6 to
+                 * 2.9 MiB/s in a second (xfs, 16 MiB/s disk). The figures compared are
+                 * the same protected cgroup's. */
+                if (cap->cut_latency_usec && cap->protected_id == s->victim->id &&
+                    now - cap->stepped_usec < WP_STEP_USEC && s->tick_latency_usec <= cap->cut_latency_usec)
+                        return;
+                want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
+                if (want >= cap->wbps)
+                        return;
+        } else if (cap) {
+                /* The last step has not had time to show; or one bad tick, not
+                 * a lasting stall; or, for the second time since the stall
+                 * began, a step did not bring it down by a tenth: what remains
+                 * is not this writer's doing (on ext4 the victim's commits
+                 * even wait for the writer's ordered data that the cap holds
+                 * back). Hold until the stall goes under the limit. */
+                if (now - cap->stepped_usec < WP_STEP_USEC || smooth <= s->limit_ppm)
+                        return;
+                if (smooth > cap->stall_at_step / 10 * 9) {
+                        if (cap->no_gain >= 1)
+                                return;
+                        cap->no_gain++;
+                }
+                want = cap->wbps / 4 * 3;
+                /* Under a guard, one step below it at most: the guard is what the operator
+                 * gives writers beside an active protected cgroup, and every step further
+                 * was measured to cost the writer more than it gave the victim. */
+                if (cap->guard_wbps)
+                        want = MAX(want, cap->guard_wbps / 4 * 3);
+                if (want >= cap->wbps)
+                        return;
+        } else if (guard && wp_guard_level(dev, st) > 0) {
+                want = wp_guard_level(dev, st);
+                guarded = true;
+        } else if (guard && !wp_over_limit(s)) {
+                return; /* nothing to size a guard from yet, and nobody stalls */
+        } else {
+                /* Start from what the writer gets now, bounded by what the device
+                 * completes and by what it sustains (a tick's completions can be a
+                 * burst into a cache). */
+                uint64_t b = rate;
+                if (dev && dev->write_rate)
+                        b = MIN(b, dev->write_rate);
+                if (dev && dev->capacity)
+                        b = MIN(b, dev->capacity);
+                if (b == 0)
+                        return; /* only dirty data so far: nothing to size a cap from */
+                want = b / 4 * 3;
+        }
+        want = MAX(want, floor);
+        if (cap && want >= cap->wbps)
+                return; /* at its floor already */
+        if (!cap && state->n_caps >= WP_CAPS_MAX)
+                return;
+        a = wp_plan_add(plan, WP_SET_CAP, w);
+        if (!a)
+                return;
+        if (!cap) {
+                cap = &state->caps[state->n_caps++];
+                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
+        } else if (s->target_usec && !guard) {
+                /* The knee is where the first cut of a spell came from: the cuts that follow
+                 * within a few seconds are the same queue draining. */
+                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
+                        cap->knee_wbps = cap->wbps;
+                        cap->knee_usec = now;
+                }
+        }
+        a->major = s->major;
+        a->minor = s->minor;
+        a->previous = cap->wbps;
+        a->value = want;
+        a->protected_id = s->victim->id;
+        a->stall_ppm = stall;
+        if (guarded && !wp_over_limit(s))
+                snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
+                         "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
+                         stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
+        else if (s->target_usec)
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s waits %" PRIu64 ".%" PRIu64 " ms per request on io (IOLatencyTarget %" PRIu64 ".%" PRIu64
+                         " ms)%s", s->victim->path, s->latency_usec / 1000, s->latency_usec / 100 % 10,
+                         s->target_usec / 1000, s->target_usec / 100 % 10,
+                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
+        else
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
+                         stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
+                         base / 10000, base / 100 % 100,
+                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
+        wp_cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
+        cap->wbps = want;
+        if (guarded)
+                cap->guard_wbps = want;
+        cap->protected_id = s->victim->id;
+        cap->stepped_usec = now;
+        cap->stall_at_step = smooth;
+        cap->cut_latency_usec = s->target_usec && !guarded ? s->tick_latency_usec : 0;
+}
+
+/*
+ * How much a writer weighs on a guarded device: its write rate there, or,
+ * before its first write there, the dirty data it is piling up: a dd fills
+ * the page cache within a tick, and once the flusher has queued that on the
+ * device a cap comes too late for the seconds it takes to drain. A trickle
+ * counts for nothing.
+ */
+static uint64_t guard_weight(const WpCgroup *w, const Stall *s, const WpDevice *dev) {
+        uint64_t trickle = MAX(dev && dev->capacity ? dev->capacity / 20 : 0, MIB);
+        uint64_t r = wp_device_rate_of(w, s->major, s->minor);
+
+        if (r >= trickle)
+                return r;
+        return w->dirty >= WP_GUARD_DIRTY_MIN ? w->dirty : 0;
+}
+
+/* The heaviest writers that may be capped for one stalling (or, guard, guarded) device. */
+static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, bool guard,
+                          const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+        const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
+        uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
+
+        for (size_t i = 0; i < n; i++) {
+                uint64_t r = st->guard_rate_ppm ? guard_weight(&cg[i], s, dev) :
+                             wp_device_rate_of(&cg[i], s->major, s->minor);
+                if (r == 0 || !wp_may_cap(&cg[i], s->victim))
+                        continue;
+                for (size_t k = 0; k < WP_CAPPED_PER_DEVICE; k++)
+                        if (!top[k] || r > top_rate[k]) {
+                                memmove(&top[k + 1], &top[k], (WP_CAPPED_PER_DEVICE - k - 1) * sizeof(top[0]));
+                                memmove(&top_rate[k + 1], &top_rate[k], (WP_CAPPED_PER_DEVICE - k - 1) * sizeof(top_rate[0]));
+                                top[k] = &cg[i];
+                                top_rate[k] = r;
+                                break;
+                        }
+        }
+        /* Writers at a tenth or less of the heaviest one are not what hurts. Guarding, a writer's
+         * first cap is the guard's, whether a stall or its io brought it. */
+        for (size_t k = 0; k < WP_CAPPED_PER_DEVICE && top[k]; k++)
+                if (k == 0 || top_rate[k] * 10 > top_rate[0])
+                        cap_writer(top[k], s, dev, wp_device_rate_of(top[k], s->major, s->minor),
+                                   guard || (st->guard_rate_ppm && !wp_find_cap(state, top[k]->id, s->major, s->minor)),
+                                   st, now, state, plan);
+        /* Guarding, the writers that have not written yet too: a dd's first second
+         * fills the device's queue before any tick can see it (measured: the
+         * victim's worst op came there, twice the static cap's), and io.max holds
+         * a writer from its first bio only if it is in place before. A ceiling
+         * on a cgroup that does not write costs it nothing. */
+        if (guard && wp_guard_level(dev, st) > 0) {
+                /* Counted once: a count per candidate is the caps times the cgroups, per candidate. */
+                size_t standing = standing_caps(cg, n, state);
+
+                for (size_t i = 0; i < n; i++) {
+                        bool idle = !wp_writing(&cg[i]);
+                        size_t before = state->n_caps;
+
+                        if (!wp_may_cap(&cg[i], s->victim) || !lists_device(&cg[i], s->major, s->minor) ||
+                            (idle && standing >= WP_CAPS_MAX / 2) || wp_find_cap(state, cg[i].id, s->major, s->minor))
+                                continue;
+                        cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
+                        standing += idle && state->n_caps > before;
+                }
+        }
+}
+
+/* Each stalling device: marked as stalling now, and its heaviest writers capped or stepped down. */
+void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
+                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+        for (size_t k = 0; k < n_stalls; k++) {
+                WpDeviceQuiet *q = wp_quiet_of(state, stalls[k].major, stalls[k].minor, true);
+                if (q)
+                        q->last_stall_usec = now;
+                decide_device(cg, n, &stalls[k], wp_find_device(dev, n_dev, stalls[k].major, stalls[k].minor), false,
+                              st, now, state, plan);
+        }
+}
+
+/*
+ * GuardRate=: every device a protected cgroup did io on this tick, or waits
+ * on (a cgroup blocked in an fdatasync behind the writer completes nothing
+ * for seconds, and is the one the guard is for), and that nobody stalls on,
+ * has its heavy writers capped from now on.
+ */
+void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
+                      size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+        if (!st->guard_rate_ppm)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                const WpCgroup *c = &cg[i];
+
+                for (size_t d = 0; c->protect && d < c->n_devices; d++) {
+                        const DeviceRate *r = &c->devices[d];
+                        Stall g = wp_stall_of(state, c, r->major, r->minor);
+                        WpDeviceQuiet *q;
+                        bool stalling = false;
+
+                        if (r->wbytes_per_sec == 0 && r->rbytes_per_sec == 0 &&
+                            c->io_stall_ppm < WP_GUARD_WAIT_MIN_PPM)
+                                continue;
+                        q = wp_quiet_of(state, r->major, r->minor, true);
+                        if (q)
+                                q->last_guarded_usec = now;
+                        for (size_t k = 0; k < n_stalls; k++)
+                                stalling |= stalls[k].major == r->major && stalls[k].minor == r->minor;
+                        if (!stalling)
+                                decide_device(cg, n, &g, wp_find_device(dev, n_dev, r->major, r->minor), true, st, now,
+                                              state, plan);
+                }
+        }
+}
+
+/*
+ * A cap decided while its policy only observed was never written. Once the
+ * policy enforces, it is asked for as it stands at the first tick, not at
+ * the next step down (or never, if it is lifted after the hold time).
+ */
+void wp_enforce_observed_caps(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
+                              WpPlan *plan) {
+        for (size_t i = 0; i < state->n_caps; i++) {
+                WpCap *cap = &state->caps[i];
+                const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);
+                WpAction *a;
+
+                if (!cap->observed || !w || w->policy->mode != POLICY_MODE_ENFORCE || !(a = wp_plan_add(plan, WP_SET_CAP, w)))
+                        continue;
+                a->major = cap->major;
+                a->minor = cap->minor;
+                a->value = cap->wbps;
+                a->protected_id = cap->protected_id;
+                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the cap decided while it observed");
+                wp_cap_lifts_when(a, wp_find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
+        }
+}
