@@ -48,6 +48,12 @@ static QueueKnob knob_of(ThrottleKind k) {
         return k == THROTTLE_NR_REQUESTS ? QUEUE_NR_REQUESTS : QUEUE_MAX_SECTORS_KB;
 }
 
+/* The device is no more: its sysfs directory, or the knob's file, went with it. Anything else (out of fds, no
+ * access, a read or write the kernel refused) leaves the device in place, and its knob as it was. */
+static bool device_gone(int r) {
+        return r == -ENOENT || r == -ENODEV;
+}
+
 static ThrottleEntry *entry_find(QueueDepth *q, ThrottleKind kind, uint32_t major, uint32_t minor) {
         for (size_t i = 0; i < q->ledger.n; i++) {
                 ThrottleEntry *e = &q->ledger.entries[i];
@@ -359,7 +365,7 @@ static bool verify_entry(QueueDepth *q, ThrottleEntry *e) {
         if (write_in_flight(q, e))
                 return false;
         r = blkqueue_open(q->sys_fd, e->major, e->minor, &bq);
-        if (r == -ENOENT || r == -ENODEV) {
+        if (device_gone(r)) {
                 log_info("%s: the device is gone; its queue record is dropped", e->path);
                 ledger_remove(&q->ledger, e);
                 return true;
@@ -394,28 +400,35 @@ void queue_depth_verify(QueueDepth *q) {
                 (void) persist(q);
 }
 
+/* The original could not be put back: said once, with its cause; the record stays for the next try. */
+static int restore_failed(const ThrottleEntry *e, const char *step, int error) {
+        return log_warning_errno(error, "%s/%s: %" PRIu64 " not put back (%s: %m); its record is kept", e->path,
+                                 throttle_kind_to_string(e->kind), e->original, step);
+}
+
 /*
  * The original back if the knob still holds what we set (or what a write of
  * ours on its way, or abandoned at stop, sets). 1: restored; 0: someone
- * else's value, or the device is gone; a negative errno.
+ * else's value, or the device is gone; a negative errno, said here, when the
+ * queue could not be opened, read or written: the record is to be kept.
  */
 static int restore_if_ours(QueueDepth *q, const ThrottleEntry *e, const char *action, const char *reason) {
         BlkQueue bq;
         uint64_t current;
         int r;
 
-        if (blkqueue_open(q->sys_fd, e->major, e->minor, &bq) < 0)
-                return 0;
+        r = blkqueue_open(q->sys_fd, e->major, e->minor, &bq);
+        if (r < 0)
+                return device_gone(r) ? 0 : restore_failed(e, "opening its queue", r);
         r = blkqueue_read(bq.fd, knob_of(e->kind), &current);
         if (r < 0 || (current != e->applied && current != throttle_effective(e) && !pending_value(q, e, current))) {
                 blkqueue_close(&bq);
-                return 0;
+                return r < 0 && !device_gone(r) ? restore_failed(e, "reading it", r) : 0;
         }
         r = current == e->original ? 0 : blkqueue_write(bq.fd, knob_of(e->kind), e->original);
         blkqueue_close(&bq);
         if (r < 0)
-                return log_warning_errno(r, "%s/%s: cannot restore %" PRIu64 ": %m", e->path,
-                                         throttle_kind_to_string(e->kind), e->original);
+                return device_gone(r) ? 0 : restore_failed(e, "writing it", r);
         if (current != e->original)
                 queue_event(q, action, e, current, e->original, reason);
         return 1;
@@ -432,7 +445,10 @@ void queue_depth_restore_all(QueueDepth *q) {
         for (size_t i = q->ledger.n; i > 0; i--) {
                 ThrottleEntry *e = &q->ledger.entries[i - 1];
 
-                (void) restore_if_ours(q, e, "restore-on-stop", "daemon stopping");
+                /* Not put back now (its queue could not be opened, read or written): the record stays in the
+                 * ledger file, and the next start tries again. */
+                if (restore_if_ours(q, e, "restore-on-stop", "daemon stopping") < 0)
+                        continue;
                 ledger_remove(&q->ledger, e);
         }
         q->n_pending = 0;
@@ -452,11 +468,22 @@ int queue_depth_recover(QueueDepth *q) {
                 ledger_unhold(&q->ledger, &q->ledger.holds[0]);
         for (size_t i = q->ledger.n; i > 0; i--) {
                 ThrottleEntry *e = &q->ledger.entries[i - 1];
+                int k;
 
-                if (!throttle_kind_is_queue(e->kind))
+                if (!throttle_kind_is_queue(e->kind)) {
                         log_warning("%s: a %s record in the device queue ledger is not one of its own; dropped",
                                     e->path, throttle_kind_to_string(e->kind));
-                else if (restore_if_ours(q, e, "restore-after-restart", "left by a previous run") == 0)
+                        ledger_remove(&q->ledger, e);
+                        continue;
+                }
+                k = restore_if_ours(q, e, "restore-after-restart", "left by a previous run");
+                if (k < 0) {
+                        /* Kept, the last run's request withdrawn: the first check that can write the knob
+                         * puts the original back. */
+                        throttle_clear_requests(e);
+                        continue;
+                }
+                if (k == 0)
                         log_info("%s/%s: changed by someone else since the last run, or gone; left as it is",
                                  e->path, throttle_kind_to_string(e->kind));
                 ledger_remove(&q->ledger, e);
