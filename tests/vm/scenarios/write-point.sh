@@ -41,6 +41,9 @@
 # and mdreclaimd-lat-qd). MDR_WP_CASES="kernel static-72 mdreclaimd-lat-qd"
 # runs only the cases named (the victim alone, the writer alone and the
 # side-by-side table always; "kill" names the kill -9 test).
+# MDR_WP_ORDER=writer-first starts the writer 2 s before the victim's burst
+# (the victim's cgroup holds an idle process meanwhile), instead of a second
+# after it.
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -122,23 +125,40 @@ end_contention() {
 # it. Its first second counts in the victim's ops and p99; its worst op is
 # the worst from the writer's start on (issue 15: "counting from the first
 # second the writer starts"), a worse one before it printed beside.
+# With MDR_WP_ORDER=writer-first the writer comes first: the victim's
+# cgroup holds an idle process (a service that runs but has not yet begun its
+# burst), the writer starts, and the victim's burst 2 s later, every op of it
+# counted.
 run_case() {
-    local name=$1 s0 s1 t0 vpid
+    local name=$1 s0 s1 t0 vpid idle=
     settle
-    in_cgroup "$vcg" env VICTIM_FROM=1 python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" \
-        > "/tmp/case-$name" &
-    vpid=$!
-    sleep 1
-    s0=$(sectors_written)
-    t0=$(now)
-    in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
-    writer=$!
+    if [ "${MDR_WP_ORDER:-victim-first}" = writer-first ]; then
+        in_cgroup "$vcg" sleep $((secs + 4)) &
+        idle=$!
+        s0=$(sectors_written)
+        t0=$(now)
+        in_cgroup "$wcg" timeout "$((secs + 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+        writer=$!
+        sleep 2
+        in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
+        vpid=$!
+    else
+        in_cgroup "$vcg" env VICTIM_FROM=1 python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" \
+            > "/tmp/case-$name" &
+        vpid=$!
+        sleep 1
+        s0=$(sectors_written)
+        t0=$(now)
+        in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+        writer=$!
+    fi
     # The writer's cap halfway through, as the file says.
     (sleep $((secs / 2)); wbps_now > "/tmp/wbps-mid-$name") &
     wait "$vpid"
     cat "/tmp/case-$name"
     wait "$writer"
     s1=$(sectors_written)
+    [ -z "$idle" ] || { kill "$idle" 2>/dev/null; wait "$idle" 2>/dev/null; }
     awk -v a="$s0" -v b="$s1" -v t="$(since "$t0")" 'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' \
         > "/tmp/wrate-$name"
     note "$name: writer completed $(cat "/tmp/wrate-$name") MiB/s on the device"
