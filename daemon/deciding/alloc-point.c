@@ -219,6 +219,76 @@ static void throttle_lifts_when(ApAction *a) {
                  "tick before");
 }
 
+/*
+ * A throttle in force while the host is calm: raised a tenth (a step at
+ * least) each calm tick, lifted after the hold time or once it no longer
+ * holds the cgroup back. Under pressure it stays, unless it was decided
+ * while its policy observed and the policy enforces now: then it is asked
+ * for as it stands. False when the plan is full.
+ */
+static bool throttle_held(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const AllocPointState *s,
+                          const ApSettings *st, uint64_t now, bool pressure) {
+        ApAction *a;
+        uint64_t step = MAX(cs->throttle_high / 10, AP_STEP_MIN);
+        uint64_t raised = cs->throttle_high > UINT64_MAX - step ? UINT64_MAX : cs->throttle_high + step;
+        /* Raised past twice the usage, it holds nothing back: lifted, rather than raised a
+         * tenth a tick for as long as pressure keeps coming back within the hold time. */
+        bool loose = cs->throttle_high / 2 >= c->memory_current;
+        bool calm = !pressure && (loose || now - s->last_pressure_usec >= st->throttle_hold_usec);
+
+        if (pressure && cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
+                a = add(p, AP_SET_HIGH, c);
+                if (!a)
+                        return false;
+                a->value = cs->throttle_high;
+                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the allocation "
+                         "throttle decided while it observed");
+                throttle_lifts_when(a);
+                cs->throttle_observed = false;
+                return true;
+        }
+        if (pressure)
+                return true;
+        /* Decided while it observed, never written, and the pressure is gone: nothing to
+         * write (a raise written now would throttle a cgroup with no pressure). */
+        if (cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
+                cs->throttle_high = 0;
+                cs->throttle_observed = false;
+                return true;
+        }
+        a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
+        if (!a)
+                return false;
+        a->value = calm ? UINT64_MAX : raised;
+        /* A raise that fails leaves the last value written (the actuator keeps it): the
+         * point holds that again, to raise or lift it later. */
+        a->from = cs->throttle_observed ? 0 : cs->throttle_high;
+        snprintf(a->reason, sizeof(a->reason), "%s",
+                 !calm ? "host pressure subsiding"
+                 : loose ? "raised past twice its usage: it no longer holds the cgroup back"
+                         : "host pressure over for the hold time");
+        if (!calm)
+                throttle_lifts_when(a);
+        cs->throttle_high = calm ? 0 : raised;
+        cs->throttle_observed = a->observe;
+        return true;
+}
+
+/* The fastest-growing cgroup while the host is under pressure: its memory.high set near its usage. */
+static void throttle_fastest(ApPlan *p, const ApCgroup *fastest, AllocPointState *s) {
+        ApCgroupState *cs = state_of(s, fastest->id, true);
+        ApAction *a = cs ? add(p, AP_SET_HIGH, fastest) : NULL;
+
+        if (!a)
+                return;
+        a->value = MAX(fastest->memory_current, AP_STEP_MIN);
+        snprintf(a->reason, sizeof(a->reason), "grows %" PRId64 " bytes/s while the host is under memory pressure",
+                 fastest->growth_rate);
+        throttle_lifts_when(a);
+        cs->throttle_high = a->value;
+        cs->throttle_observed = a->observe;
+}
+
 static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, const ApSettings *st,
                      uint64_t now, bool pressure) {
         const ApCgroup *fastest = NULL;
@@ -228,69 +298,16 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
                 ApCgroupState *cs = state_of(s, c->id, false);
 
                 if (cs && cs->throttle_high) {
-                        ApAction *a;
-                        uint64_t step = MAX(cs->throttle_high / 10, AP_STEP_MIN);
-                        uint64_t raised = cs->throttle_high > UINT64_MAX - step ? UINT64_MAX : cs->throttle_high + step;
-                        /* Raised past twice the usage, it holds nothing back: lifted, rather than raised a
-                         * tenth a tick for as long as pressure keeps coming back within the hold time. */
-                        bool loose = cs->throttle_high / 2 >= c->memory_current;
-                        bool calm = !pressure && (loose || now - s->last_pressure_usec >= st->throttle_hold_usec);
-
-                        /* Decided while its policy observed; it enforces now: asked for as it stands. */
-                        if (pressure && cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
-                                a = add(p, AP_SET_HIGH, c);
-                                if (!a)
-                                        return;
-                                a->value = cs->throttle_high;
-                                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the allocation "
-                                         "throttle decided while it observed");
-                                throttle_lifts_when(a);
-                                cs->throttle_observed = false;
-                                continue;
-                        }
-                        if (pressure)
-                                continue;
-                        /* Decided while it observed, never written, and the pressure is gone: nothing to
-                         * write (a raise written now would throttle a cgroup with no pressure). */
-                        if (cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
-                                cs->throttle_high = 0;
-                                cs->throttle_observed = false;
-                                continue;
-                        }
-                        a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
-                        if (!a)
+                        if (!throttle_held(p, c, cs, s, st, now, pressure))
                                 return;
-                        a->value = calm ? UINT64_MAX : raised;
-                        /* A raise that fails leaves the last value written (the actuator keeps it): the
-                         * point holds that again, to raise or lift it later. */
-                        a->from = cs->throttle_observed ? 0 : cs->throttle_high;
-                        snprintf(a->reason, sizeof(a->reason), "%s",
-                                 !calm ? "host pressure subsiding"
-                                 : loose ? "raised past twice its usage: it no longer holds the cgroup back"
-                                         : "host pressure over for the hold time");
-                        if (!calm)
-                                throttle_lifts_when(a);
-                        cs->throttle_high = calm ? 0 : raised;
-                        cs->throttle_observed = a->observe;
                         continue;
                 }
                 if (pressure && c->policy->allocation_throttle && touchable(c) && c->valid && c->growth_rate > 0 &&
                     (!fastest || c->growth_rate > fastest->growth_rate))
                         fastest = c;
         }
-        if (fastest) {
-                ApCgroupState *cs = state_of(s, fastest->id, true);
-                ApAction *a = cs ? add(p, AP_SET_HIGH, fastest) : NULL;
-
-                if (!a)
-                        return;
-                a->value = MAX(fastest->memory_current, AP_STEP_MIN);
-                snprintf(a->reason, sizeof(a->reason), "grows %" PRId64 " bytes/s while the host is under memory pressure",
-                         fastest->growth_rate);
-                throttle_lifts_when(a);
-                cs->throttle_high = a->value;
-                cs->throttle_observed = a->observe;
-        }
+        if (fastest)
+                throttle_fastest(p, fastest, s);
 }
 
 void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint64_t now, AllocPointState *s,

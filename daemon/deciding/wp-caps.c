@@ -67,80 +67,143 @@ static size_t standing_caps(const WpCgroup *cg, size_t n, const WritePointState 
 }
 
 /*
+ * The four ways a writer's cap is sized, one function each. Each returns
+ * false when the cap stays as it is, else the value it asks for in *ret,
+ * which cap_writer() raises to the writer's floor.
+ */
+
+/* A writer capped for a protected cgroup with IOLatencyTarget=: cut in proportion to how far over the
+ * target the latency is, half at most a step. */
+static bool cut_by_latency(const WpCap *cap, const Stall *s, uint64_t now, uint64_t *ret) {
+        /* The queue in front of the victim shrinks with the writer's share of the
+         * device, and the next step judges what this one did. */
+        if (now - cap->stepped_usec < WP_LATENCY_STEP_USEC)
+                return false;
+        /* A cut shows once what the device had queued before it has completed:
+         * within a second of the last one the latency stays up while that queue
+         * drains. A second cut then only if the tick's own figure has grown since
+         * the cut's (the smoothed one climbs on towards a flat level); the cuts
+         * that came every half second on that alone took a writer from 11.6 to
+         * 2.9 MiB/s in a second (xfs, 16 MiB/s disk). The figures compared are
+         * the same protected cgroup's. */
+        if (cap->cut_latency_usec && cap->protected_id == s->victim->id &&
+            now - cap->stepped_usec < WP_STEP_USEC && s->tick_latency_usec <= cap->cut_latency_usec)
+                return false;
+        *ret = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
+        return *ret < cap->wbps;
+}
+
+/* A writer capped for a protected cgroup whose stall share rules: a quarter off per step. */
+static bool step_by_stall(WpCap *cap, const Stall *s, uint32_t smooth, uint64_t now, uint64_t *ret) {
+        /* The last step has not had time to show; or one bad tick, not
+         * a lasting stall; or, for the second time since the stall
+         * began, a step did not bring it down by a tenth: what remains
+         * is not this writer's doing (on ext4 the victim's commits
+         * even wait for the writer's ordered data that the cap holds
+         * back). Hold until the stall goes under the limit. */
+        if (now - cap->stepped_usec < WP_STEP_USEC || smooth <= s->limit_ppm)
+                return false;
+        if (smooth > cap->stall_at_step / 10 * 9) {
+                if (cap->no_gain >= 1)
+                        return false;
+                cap->no_gain++;
+        }
+        *ret = cap->wbps / 4 * 3;
+        /* Under a guard, one step below it at most: the guard is what the operator
+         * gives writers beside an active protected cgroup, and every step further
+         * was measured to cost the writer more than it gave the victim. */
+        if (cap->guard_wbps)
+                *ret = MAX(*ret, cap->guard_wbps / 4 * 3);
+        return *ret < cap->wbps;
+}
+
+/* A writer's first cap under GuardRate=: that share of the device, once its capacity is known. */
+static bool first_by_guard(const WpDevice *dev, const WpSettings *st, uint64_t *ret) {
+        *ret = wp_guard_level(dev, st);
+        return *ret > 0;
+}
+
+/* A writer's first cap at a stall: three quarters of what it gets now, bounded by what the device
+ * completes and by what it sustains (a tick's completions can be a burst into a cache). */
+static bool first_by_rate(const WpDevice *dev, uint64_t rate, uint64_t *ret) {
+        uint64_t b = rate;
+
+        if (dev && dev->write_rate)
+                b = MIN(b, dev->write_rate);
+        if (dev && dev->capacity)
+                b = MIN(b, dev->capacity);
+        *ret = b / 4 * 3;
+        return b > 0;   /* only dirty data so far: nothing to size a cap from */
+}
+
+/* Which way sizes the writer's cap now. A guard only ever sets the first cap; *ret_guarded: it did. */
+static bool cap_wanted(WpCap *cap, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard, uint32_t smooth,
+                       const WpSettings *st, uint64_t now, uint64_t *ret, bool *ret_guarded) {
+        *ret_guarded = false;
+        if (cap && guard)
+                return false;
+        if (cap)
+                return s->target_usec ? cut_by_latency(cap, s, now, ret) : step_by_stall(cap, s, smooth, now, ret);
+        if (guard && first_by_guard(dev, st, ret)) {
+                *ret_guarded = true;
+                return true;
+        }
+        if (guard && !wp_over_limit(s))
+                return false;   /* nothing to size a guard from yet, and nobody stalls */
+        return first_by_rate(dev, rate, ret);
+}
+
+/* The writer's entry in the state: a new one, or, cut by latency, one whose knee is noted: where the
+ * first cut of a spell came from (the cuts that follow within a few seconds are the same queue draining). */
+static WpCap *cap_entry(WritePointState *state, WpCap *cap, const WpCgroup *w, const Stall *s, bool guard,
+                        uint64_t now) {
+        if (!cap) {
+                cap = &state->caps[state->n_caps++];
+                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
+        } else if (s->target_usec && !guard) {
+                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
+                        cap->knee_wbps = cap->wbps;
+                        cap->knee_usec = now;
+                }
+        }
+        return cap;
+}
+
+/* Why the cap: a guard beside a cgroup that does io, a latency over its target, or a stall over its limit. */
+static void cap_reason(WpAction *a, const Stall *s, uint32_t base, bool at_floor, bool guarded) {
+        uint32_t stall = s->victim->io_stall_ppm;
+        const char *how = at_floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "";
+
+        if (guarded && !wp_over_limit(s))
+                snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
+                         "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
+                         stall / 10000, stall / 100 % 100, at_floor ? "; at WriteRateMin" : "");
+        else if (s->target_usec)
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s waits %" PRIu64 ".%" PRIu64 " ms per request on io (IOLatencyTarget %" PRIu64 ".%" PRIu64
+                         " ms)%s", s->victim->path, s->latency_usec / 1000, s->latency_usec / 100 % 10,
+                         s->target_usec / 1000, s->target_usec / 100 % 10, how);
+        else
+                snprintf(a->reason, sizeof(a->reason),
+                         "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
+                         stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
+                         base / 10000, base / 100 % 100, how);
+}
+
+/*
  * A cap for one writer: the first one from what it gets now (or, guarding,
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
- * A guard only ever sets the first cap.
  */
 static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
                        const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         WpCap *cap = wp_find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
-        uint32_t stall = s->victim->io_stall_ppm, base = wp_baseline(state, s->victim->id);
         uint32_t smooth = wp_smoothed_stall(state, s->victim);
-        bool guarded = false;
+        bool guarded;
         WpAction *a;
 
-        if (cap && guard)
+        if (!cap_wanted(cap, s, dev, rate, guard, smooth, st, now, &want, &guarded))
                 return;
-        if (cap && s->target_usec) {
-                /* In proportion to how far over the target the latency is, half at most a
-                 * step: the queue in front of the victim shrinks with the writer's share of
-                 * the device, and the next step judges what this one did. */
-                if (now - cap->stepped_usec < WP_LATENCY_STEP_USEC)
-                        return;
-                /* A cut shows once what the device had queued before it has completed:
-                 * within a second of the last one the latency stays up while that queue
-                 * drains. A second cut then only if the tick's own figure has grown since
-                 * the cut's (the smoothed one climbs on towards a flat level); the cuts
-                 * that came every half second on that alone took a writer from 11.6 to
-                 * 2.9 MiB/s in a second (xfs, 16 MiB/s disk). The figures compared are
-                 * the same protected cgroup's. */
-                if (cap->cut_latency_usec && cap->protected_id == s->victim->id &&
-                    now - cap->stepped_usec < WP_STEP_USEC && s->tick_latency_usec <= cap->cut_latency_usec)
-                        return;
-                want = cap->wbps / 1000 * MAX(s->target_usec * 1000 / s->latency_usec, UINT64_C(500));
-                if (want >= cap->wbps)
-                        return;
-        } else if (cap) {
-                /* The last step has not had time to show; or one bad tick, not
-                 * a lasting stall; or, for the second time since the stall
-                 * began, a step did not bring it down by a tenth: what remains
-                 * is not this writer's doing (on ext4 the victim's commits
-                 * even wait for the writer's ordered data that the cap holds
-                 * back). Hold until the stall goes under the limit. */
-                if (now - cap->stepped_usec < WP_STEP_USEC || smooth <= s->limit_ppm)
-                        return;
-                if (smooth > cap->stall_at_step / 10 * 9) {
-                        if (cap->no_gain >= 1)
-                                return;
-                        cap->no_gain++;
-                }
-                want = cap->wbps / 4 * 3;
-                /* Under a guard, one step below it at most: the guard is what the operator
-                 * gives writers beside an active protected cgroup, and every step further
-                 * was measured to cost the writer more than it gave the victim. */
-                if (cap->guard_wbps)
-                        want = MAX(want, cap->guard_wbps / 4 * 3);
-                if (want >= cap->wbps)
-                        return;
-        } else if (guard && wp_guard_level(dev, st) > 0) {
-                want = wp_guard_level(dev, st);
-                guarded = true;
-        } else if (guard && !wp_over_limit(s)) {
-                return; /* nothing to size a guard from yet, and nobody stalls */
-        } else {
-                /* Start from what the writer gets now, bounded by what the device
-                 * completes and by what it sustains (a tick's completions can be a
-                 * burst into a cache). */
-                uint64_t b = rate;
-                if (dev && dev->write_rate)
-                        b = MIN(b, dev->write_rate);
-                if (dev && dev->capacity)
-                        b = MIN(b, dev->capacity);
-                if (b == 0)
-                        return; /* only dirty data so far: nothing to size a cap from */
-                want = b / 4 * 3;
-        }
         want = MAX(want, floor);
         if (cap && want >= cap->wbps)
                 return; /* at its floor already */
@@ -149,39 +212,14 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a = wp_plan_add(plan, WP_SET_CAP, w);
         if (!a)
                 return;
-        if (!cap) {
-                cap = &state->caps[state->n_caps++];
-                *cap = (WpCap) { .cgroup_id = w->id, .major = s->major, .minor = s->minor, .wbps = UINT64_MAX };
-        } else if (s->target_usec && !guard) {
-                /* The knee is where the first cut of a spell came from: the cuts that follow
-                 * within a few seconds are the same queue draining. */
-                if (!cap->knee_wbps || now - cap->knee_usec > 4 * WP_STEP_USEC || cap->wbps > cap->knee_wbps) {
-                        cap->knee_wbps = cap->wbps;
-                        cap->knee_usec = now;
-                }
-        }
+        cap = cap_entry(state, cap, w, s, guard, now);
         a->major = s->major;
         a->minor = s->minor;
         a->previous = cap->wbps;
         a->value = want;
         a->protected_id = s->victim->id;
-        a->stall_ppm = stall;
-        if (guarded && !wp_over_limit(s))
-                snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
-                         "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
-                         stall / 10000, stall / 100 % 100, want == floor ? "; at WriteRateMin" : "");
-        else if (s->target_usec)
-                snprintf(a->reason, sizeof(a->reason),
-                         "%s waits %" PRIu64 ".%" PRIu64 " ms per request on io (IOLatencyTarget %" PRIu64 ".%" PRIu64
-                         " ms)%s", s->victim->path, s->latency_usec / 1000, s->latency_usec / 100 % 10,
-                         s->target_usec / 1000, s->target_usec / 100 % 10,
-                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
-        else
-                snprintf(a->reason, sizeof(a->reason),
-                         "%s stalls %u.%02u%% on io (limit %u.%02u%%, %u.%02u%% of it its own)%s", s->victim->path,
-                         stall / 10000, stall / 100 % 100, s->limit_ppm / 10000, s->limit_ppm / 100 % 100,
-                         base / 10000, base / 100 % 100,
-                         want == floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "");
+        a->stall_ppm = s->victim->io_stall_ppm;
+        cap_reason(a, s, wp_baseline(state, s->victim->id), want == floor, guarded);
         wp_cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
         if (guarded)

@@ -65,25 +65,85 @@ void wp_track_busy(const WpCgroup *cg, size_t n, uint64_t now, WritePointState *
         }
 }
 
-/* Caps where nobody stalls now: creep up, or lift after the hold time. */
+/* Whether the device is among this tick's stalling ones. */
+static bool stalling_on(const Stall *stalls, size_t n_stalls, uint32_t major, uint32_t minor) {
+        bool stalling = false;
+
+        for (size_t k = 0; k < n_stalls; k++)
+                stalling |= stalls[k].major == major && stalls[k].minor == minor;
+        return stalling;
+}
+
+/*
+ * A cap the stall share rules, nobody stalling on its device for a while:
+ * up by a twentieth of the device (a MiB at least), to nine tenths of it.
+ * False: it holds.
+ */
+static bool creep(WpCap *cap, const WpDevice *d, const WpDeviceQuiet *q, const WpSettings *st, uint64_t now,
+                  uint64_t *ret) {
+        uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
+
+        /* Guarding, up to the guard's own first cap: the capacity estimate
+         * drifts up with what a busy device lets through in bursts. */
+        if (st->guard_rate_ppm && now - q->last_guarded_usec < st->hold_usec)
+                ceiling = MIN(ceiling, cap->guard_wbps ?: wp_guard_level(d, st) ?: UINT64_MAX);
+
+        /* Creep only once the stall has been gone a quarter of the hold
+         * time, and slowly: a full device queue brings it back at once.
+         * The cap itself goes only at the end of the hold time. */
+        if (now - q->last_stall_usec < st->hold_usec / 4)
+                return false;
+        /* The stall is over: a new one starts a new descent. */
+        cap->no_gain = 0;
+        if (cap->wbps >= ceiling)
+                return false;
+        *ret = MIN(cap->wbps + MAX(d && d->capacity ? d->capacity / 20 : 0, MIB), ceiling);
+        return true;
+}
+
+/* The cap raised to `want`, or lifted, in the plan and the state; false when the plan is full. `p`: the
+ * protected cgroup the cap is for, if it is still under a policy. */
+static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lift, bool by_latency, uint64_t want,
+                      const WpSettings *st, WritePointState *state, WpPlan *plan) {
+        WpAction *a = wp_plan_add(plan, lift ? WP_LIFT_CAP : WP_SET_CAP, w);
+
+        if (!a)
+                return false;
+        a->cgroup_id = cap->cgroup_id;
+        a->major = cap->major;
+        a->minor = cap->minor;
+        a->previous = cap->wbps;
+        a->value = lift ? UINT64_MAX : want;
+        a->protected_id = cap->protected_id;
+        if (by_latency)
+                snprintf(a->reason, sizeof(a->reason), "%s waits under its IOLatencyTarget", p->path);
+        else
+                snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
+                         lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
+        if (lift) {
+                wp_remove_cap(state, cap);
+        } else {
+                wp_cap_lifts_when(a, p, st->guard_rate_ppm != 0);
+                cap->wbps = want;
+        }
+        return true;
+}
+
+/* Caps where nobody stalls now: raised, by the latency or creeping, or lifted after the hold time. */
 void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                    size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
         for (size_t i = state->n_caps; i > 0; i--) {
                 WpCap *cap = &state->caps[i - 1];
                 const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);
+                const WpCgroup *p = wp_find_cgroup(cg, n, cap->protected_id);
                 const WpDevice *d = wp_find_device(dev, n_dev, cap->major, cap->minor);
                 WpDeviceQuiet *q = wp_quiet_of(state, cap->major, cap->minor, false);
-                const WpCgroup *p;
-                bool stalling = false, lift, by_latency;
+                bool lift, by_latency;
                 uint64_t want = 0;
-                WpAction *a;
 
-                for (size_t k = 0; k < n_stalls; k++)
-                        stalling |= stalls[k].major == cap->major && stalls[k].minor == cap->minor;
-                if (w && stalling)
+                if (w && stalling_on(stalls, n_stalls, cap->major, cap->minor))
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
-                p = wp_find_cgroup(cg, n, cap->protected_id);
                 by_latency = !lift && p && p->io_latency_target_usec;
                 if (by_latency) {
                         want = latency_raise(cap, w, p, d, st, state, now);
@@ -91,44 +151,10 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                                 continue;
                         cap->stepped_usec = now;
                         cap->cut_latency_usec = 0;
-                } else if (!lift) {
-                        uint64_t ceiling = d && d->capacity ? d->capacity / 10 * 9 : UINT64_MAX;
-
-                        /* Guarding, up to the guard's own first cap: the capacity estimate
-                         * drifts up with what a busy device lets through in bursts. */
-                        if (st->guard_rate_ppm && now - q->last_guarded_usec < st->hold_usec)
-                                ceiling = MIN(ceiling, cap->guard_wbps ?: wp_guard_level(d, st) ?: UINT64_MAX);
-
-                        /* Creep only once the stall has been gone a quarter of the hold
-                         * time, and slowly: a full device queue brings it back at once.
-                         * The cap itself goes only at the end of the hold time. */
-                        if (now - q->last_stall_usec < st->hold_usec / 4)
-                                continue;
-                        /* The stall is over: a new one starts a new descent. */
-                        cap->no_gain = 0;
-                        if (cap->wbps >= ceiling)
-                                continue;
-                        want = MIN(cap->wbps + MAX(d && d->capacity ? d->capacity / 20 : 0, MIB), ceiling);
+                } else if (!lift && !creep(cap, d, q, st, now, &want)) {
+                        continue;
                 }
-                a = wp_plan_add(plan, lift ? WP_LIFT_CAP : WP_SET_CAP, w);
-                if (!a)
+                if (!relax_cap(cap, w, p, lift, by_latency, want, st, state, plan))
                         return;
-                a->cgroup_id = cap->cgroup_id;
-                a->major = cap->major;
-                a->minor = cap->minor;
-                a->previous = cap->wbps;
-                a->value = lift ? UINT64_MAX : want;
-                a->protected_id = cap->protected_id;
-                if (by_latency)
-                        snprintf(a->reason, sizeof(a->reason), "%s waits under its IOLatencyTarget", p->path);
-                else
-                        snprintf(a->reason, sizeof(a->reason), "%s", !w ? "no longer under a policy that is on" :
-                                 lift ? "protected cgroups quiet for the hold time" : "protected cgroups under their limit");
-                if (!lift)
-                        wp_cap_lifts_when(a, wp_find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
-                if (lift)
-                        wp_remove_cap(state, cap);
-                else
-                        cap->wbps = want;
         }
 }
