@@ -60,7 +60,8 @@ static Job *job_of(Task *t) {
  * for a signal only between its reclaim passes, and one pass goes on until
  * it has freed what it was asked for: swapping out to a saturated 16 MiB/s
  * disk, a 64 MiB write kept a stopping daemon alive 2.7-5.5 s
- * (docs/allocation-point.md); 8 MiB is half a second there.
+ * (docs/lab/allocation-point-runs.md, "A stop while the worker is inside the
+ * kernel"); 8 MiB is half a second there.
  */
 #define RECLAIM_WRITE_MAX (UINT64_C(8) << 20)
 

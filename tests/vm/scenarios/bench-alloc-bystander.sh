@@ -19,7 +19,7 @@
 #    MDR_AP_BY_STORM_CPU=P it is also held to P % of one CPU (cpu.max), and so
 #    is the "cpu" load: under TCG a guest's priorities do not keep a busy vCPU
 #    from slowing the other one, and the walk then measures the host's CPU
-#    more than its own cache (the uncapped runs in docs/allocation-point.md);
+#    more than its own cache (the uncapped runs in docs/lab/allocation-point-runs.md);
 #  - runs, in MDR_AP_BY_ORDER (cpu kernel daemon kernel daemon): "cpu" is a
 #    load that makes no new dentries (stat of the same 1000 files, as long as
 #    a storm, same priority): what the bystander loses to CPU alone; "kernel"

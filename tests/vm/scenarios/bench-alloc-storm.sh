@@ -2,7 +2,7 @@
 # vm-fs: ext4 xfs btrfs
 # Bench (not in the suite): the metadata storm under MetadataCacheMax= on each
 # filesystem given, kernel alone and with mdreclaimd, same boot. Figures for
-# docs/allocation-point.md:
+# docs/allocation-point.md (every run in docs/lab/allocation-point-runs.md):
 #  - the storm cgroup's slab_reclaimable, sampled every 0.5 s: its mean over
 #    the second half of the storm against the cap (the band is +-10 %), its
 #    peak, and the range of that second half;
