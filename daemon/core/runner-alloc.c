@@ -315,7 +315,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
         return 0;
 }
 
-static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, uint64_t now) {
+static int execute(AllocRunner *r, const PointContext *ctx, const PointAction *a, uint64_t now) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
         ThrottleRequest q = { .kind = THROTTLE_MEMORY_HIGH, .point = POINT_ALLOCATION, .value = a->value,
                               .reason = a->reason, .lifts_when = a->lifts_when };
@@ -323,35 +323,36 @@ static int execute(AllocRunner *r, const PointContext *ctx, const ApAction *a, u
         if (!e)
                 return -ENODEV;
         /* A lift is never only observed: what is held goes, whatever the mode is now. */
-        if (a->kind == AP_LIFT_HIGH) {
+        if (a->kind == PA_LIFT_HIGH) {
                 int k = actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
                 if (k != 0 || !a->observe)
                         return k;
         }
         if (a->observe) {
-                reclaim_event(ctx, e, ap_action_to_string(a->kind), true, "", &(ReclaimFigures) { .asked = a->value },
-                              a->reason);
+                reclaim_event(ctx, e, point_action_to_string(a->kind), true, "",
+                              &(ReclaimFigures) { .asked = a->value }, a->reason);
                 /* Nothing was written, so nothing is learnt of the kernel's yield (a 1x learnt here
                  * would make the first enforced request the whole excess). */
-                if (a->kind == AP_RECLAIM)
+                if (a->kind == PA_RECLAIM)
                         alloc_point_reclaim_done(&r->state, a->cgroup_id, a->value, a->value, true, now,
                                                  ctx->config->daemon.interval_usec);
                 return 0;
         }
         switch (a->kind) {
-        case AP_RECLAIM:
+        case PA_RECLAIM:
                 return alloc_runner_reclaim(r, ctx, e, a->value, true, a->reason, 0, NULL);
-        case AP_SET_HIGH:
+        case PA_SET_HIGH:
                 return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
-        case AP_LIFT_HIGH:
+        case PA_LIFT_HIGH:
                 return 0;       /* lifted above */
+        default:
+                return -EINVAL; /* the write point's */
         }
-        return -EINVAL;
 }
 
 void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
         static ApCgroup cgroups[AP_STATE_MAX];
-        static ApPlan plan;
+        static PointPlan plan;
         const SystemSample *sys = observer_system_sample(ctx->observer);
         const SystemSignals *g = &ctx->observer->system_signals;
         const DaemonSettings *d = &ctx->config->daemon;
@@ -370,23 +371,24 @@ void alloc_runner_run(AllocRunner *r, const PointContext *ctx, uint64_t now) {
 
         alloc_point_decide(cgroups, n, &st, now, &r->state, &plan);
         for (size_t i = 0; i < plan.n; i++) {
-                const ApAction *a = &plan.actions[i];
+                const PointAction *a = &plan.actions[i];
                 int k = execute(r, ctx, a, now);
 
                 if (k >= 0) {
-                        point_counters_count(&r->counters, a->kind, a->kind == AP_LIFT_HIGH, a->observe, k);
+                        point_counters_count(&r->counters, point_action_index(a->kind), point_action_lifts(a->kind),
+                                             a->observe, k);
                         continue;
                 }
                 /* Forgotten, to be asked again; released by an operator (-ECANCELED, said once by the
                  * actuator), gone or a full queue is "not now", not a failure. */
                 alloc_point_forget(&r->state, a);
                 if (k != -ENODEV && k != -EBUSY && k != -ECANCELED)
-                        event_action_failed(ctx->events, now, k, a->path, ap_action_to_string(a->kind));
+                        event_action_failed(ctx->events, now, k, a->path, point_action_to_string(a->kind));
         }
 }
 
 void alloc_runner_throttle_dropped(AllocRunner *r, const ThrottleEntry *t) {
-        ApAction a = { .kind = AP_SET_HIGH, .cgroup_id = t->cgroup_id };
+        PointAction a = { .kind = PA_SET_HIGH, .cgroup_id = t->cgroup_id };
 
         if (t->kind == THROTTLE_MEMORY_HIGH)
                 alloc_point_forget(&r->state, &a);

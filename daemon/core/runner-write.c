@@ -86,7 +86,7 @@ static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
         return n;
 }
 
-static void observe_event(const PointContext *ctx, const WpAction *a, const CgEntry *e) {
+static void observe_event(const PointContext *ctx, const PointAction *a, const CgEntry *e) {
         char f_reason[200], f_value[48], f_dev[48];
         const char *fields[] = { f_reason, f_value, f_dev, "OBSERVE=yes", NULL };
 
@@ -95,13 +95,13 @@ static void observe_event(const PointContext *ctx, const WpAction *a, const CgEn
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, a->major, a->minor);
         event_record(ctx->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                                 .cgroup = a->path, .unit = e ? e->unit : NULL,
-                                                .action = wp_action_to_string(a->kind), .fields = fields },
+                                                .action = point_action_to_string(a->kind), .fields = fields },
                      "%s: would %s (value %" PRIu64 ", device %" PRIu32 ":%" PRIu32 "): %s", a->path,
-                     wp_action_to_string(a->kind), a->value, a->major, a->minor, a->reason);
+                     point_action_to_string(a->kind), a->value, a->major, a->minor, a->reason);
 }
 
-static ThrottleRequest request_of(const WpAction *a) {
-        bool cap = a->kind == WP_SET_CAP || a->kind == WP_LIFT_CAP;
+static ThrottleRequest request_of(const PointAction *a) {
+        bool cap = a->kind == PA_SET_CAP || a->kind == PA_LIFT_CAP;
 
         return (ThrottleRequest) { .kind = cap ? THROTTLE_IO_WBPS : THROTTLE_MEMORY_HIGH,
                                    .major = cap ? a->major : 0, .minor = cap ? a->minor : 0,
@@ -110,13 +110,13 @@ static ThrottleRequest request_of(const WpAction *a) {
 }
 
 /* A device's queue made shallow or restored (ManageQueueDepth=); a lift is never only observed. */
-static int queue_action(const PointContext *ctx, const WpAction *a, const CgEntry *e) {
+static int queue_action(const PointContext *ctx, const PointAction *a, const CgEntry *e) {
         QueueRequest q = { .major = a->major, .minor = a->minor, .nr_requests = a->value,
                            .max_sectors_kb = a->queue_kb, .reason = a->reason, .lifts_when = a->lifts_when };
 
         if (!ctx->queues)
                 return -ENOTSUP;
-        if (a->kind == WP_LIFT_QUEUE)
+        if (a->kind == PA_LIFT_QUEUE)
                 return queue_depth_lift(ctx->queues, a->major, a->minor, a->reason);
         if (a->observe) {
                 observe_event(ctx, a, e);
@@ -125,37 +125,38 @@ static int queue_action(const PointContext *ctx, const WpAction *a, const CgEntr
         return queue_depth_set(ctx->queues, &q);
 }
 
-static int execute(const PointContext *ctx, const WpAction *a) {
+static int execute(const PointContext *ctx, const PointAction *a) {
         CgEntry *e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id);
         ThrottleRequest q = request_of(a);
         int r;
 
         switch (a->kind) {
-        case WP_SET_CAP:
-        case WP_SET_BUDGET:
+        case PA_SET_CAP:
+        case PA_SET_BUDGET:
                 if (a->observe) {
                         observe_event(ctx, a, e);
                         return 0;
                 }
                 return actuator_throttle_set(ctx->actuator, a->cgroup_id, &q);
-        case WP_LIFT_CAP:
-        case WP_LIFT_BUDGET:
+        case PA_LIFT_CAP:
+        case PA_LIFT_BUDGET:
                 /* A lift is never only observed: what is held goes, whatever the mode is now. */
                 r = actuator_throttle_lift(ctx->actuator, a->cgroup_id, &q);
                 if (r == 0 && a->observe)
                         observe_event(ctx, a, e);
                 return r;
-        case WP_WRITEBACK:
+        case PA_WRITEBACK:
                 if (a->observe) {
                         observe_event(ctx, a, e);
                         return 0;
                 }
                 return e ? write_runner_writeback(ctx, e, a->reason, 0) : -ENODEV;
-        case WP_SET_QUEUE:
-        case WP_LIFT_QUEUE:
+        case PA_SET_QUEUE:
+        case PA_LIFT_QUEUE:
                 return queue_action(ctx, a, e);
+        default:
+                return -EINVAL;         /* the allocation point's */
         }
-        return -EINVAL;
 }
 
 static void io_missing(WriteRunner *w, const CgEntry *e) {
@@ -170,22 +171,22 @@ static void io_missing(WriteRunner *w, const CgEntry *e) {
 /* An action the actuator did not carry out: the point forgets it and asks again later. Not now
  * (-ECANCELED: an operator released the cgroup; the actuator said so once), the cgroup gone or the
  * queue full are not failures. */
-static void failed(WriteRunner *w, const PointContext *ctx, const WpAction *a, int r, uint64_t now) {
+static void failed(WriteRunner *w, const PointContext *ctx, const PointAction *a, int r, uint64_t now) {
         const CgEntry *e;
 
         write_point_forget(&w->state, a);
         if (r == -ECANCELED)
                 return;
-        if (r == -ENOENT && a->kind == WP_SET_CAP) {
+        if (r == -ENOENT && a->kind == PA_SET_CAP) {
                 if ((e = cgtable_find(&ctx->observer->cgroups, a->cgroup_id)))
                         io_missing(w, e);
         } else if (r != -ENODEV && r != -EBUSY)
-                event_action_failed(ctx->events, now, r, a->path, wp_action_to_string(a->kind));
+                event_action_failed(ctx->events, now, r, a->path, point_action_to_string(a->kind));
 }
 
 void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
         static WpCgroup cgroups[WP_CGROUPS_MAX];
-        static WpPlan plan;
+        static PointPlan plan;
         const Observer *o = ctx->observer;
         const DaemonSettings *d = &ctx->config->daemon;
         WpDevice devices[DEVSTAT_MAX];
@@ -209,15 +210,14 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
         if (plan.truncated)
                 log_warning("The write point's plan was cut at %d actions", WP_ACTIONS_MAX);
         for (size_t i = 0; i < plan.n; i++) {
-                const WpAction *a = &plan.actions[i];
+                const PointAction *a = &plan.actions[i];
                 int r = execute(ctx, a);
 
                 if (r < 0)
                         failed(w, ctx, a, r, now);
                 else
-                        point_counters_count(&w->counters, a->kind,
-                                             a->kind == WP_LIFT_CAP || a->kind == WP_LIFT_BUDGET ||
-                                             a->kind == WP_LIFT_QUEUE, a->observe, r);
+                        point_counters_count(&w->counters, point_action_index(a->kind),
+                                             point_action_lifts(a->kind), a->observe, r);
         }
 }
 
@@ -237,10 +237,10 @@ void write_runner_job_done(WriteRunner *w, const Job *job, uint64_t cgroup_id) {
 }
 
 void write_runner_throttle_dropped(WriteRunner *w, const ThrottleEntry *t) {
-        WpAction a = { .cgroup_id = t->cgroup_id, .major = t->major, .minor = t->minor, .previous = UINT64_MAX };
+        PointAction a = { .cgroup_id = t->cgroup_id, .major = t->major, .minor = t->minor, .previous = UINT64_MAX };
 
         if (t->kind == THROTTLE_SWAP_MAX)
                 return;         /* the allocation point's, for its reclaims */
-        a.kind = t->kind == THROTTLE_IO_WBPS ? WP_SET_CAP : WP_SET_BUDGET;
+        a.kind = t->kind == THROTTLE_IO_WBPS ? PA_SET_CAP : PA_SET_BUDGET;
         write_point_forget(&w->state, &a);
 }

@@ -9,15 +9,7 @@
 
 /* Configuration refuses a ReclaimStepMax= under the smallest step taken: it would never reclaim. */
 _Static_assert(POLICY_RECLAIM_STEP_MAX_MIN >= AP_STEP_MIN, "ReclaimStepMax= may not go under AP_STEP_MIN");
-
-const char *ap_action_to_string(ApActionKind k) {
-        static const char *const names[] = {
-                [AP_RECLAIM] = "reclaim",
-                [AP_SET_HIGH] = "throttle-allocations",
-                [AP_LIFT_HIGH] = "lift-allocation-throttle",
-        };
-        return k <= AP_LIFT_HIGH ? names[k] : NULL;
-}
+_Static_assert(AP_ACTIONS_MAX <= PLAN_ACTIONS_MAX, "a plan holds every action of the allocation point");
 
 static ApCgroupState *state_of(AllocPointState *s, uint64_t id, bool create) {
         for (size_t i = 0; i < s->n; i++)
@@ -48,20 +40,13 @@ static uint64_t room_for(const ApCgroup *c, const ApCgroupState *cs) {
         return room;
 }
 
-static ApAction *add(ApPlan *p, ApActionKind kind, const ApCgroup *c) {
-        ApAction *a;
-
-        if (p->n >= AP_ACTIONS_MAX)
-                return NULL;
-        a = &p->actions[p->n++];
-        *a = (ApAction) { .kind = kind, .cgroup_id = c->id, .path = c->path,
-                          .observe = c->policy->mode == POLICY_MODE_OBSERVE };
-        return a;
+static PointAction *add(PointPlan *p, PointActionKind kind, const ApCgroup *c) {
+        return plan_add(p, kind, c->id, c->path, c->policy);
 }
 
 /* False when the plan is full and nothing was added. */
-static bool reclaim(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, uint64_t bytes, const char *why) {
-        ApAction *a = add(p, AP_RECLAIM, c);
+static bool reclaim(PointPlan *p, const ApCgroup *c, ApCgroupState *cs, uint64_t bytes, const char *why) {
+        PointAction *a = add(p, PA_RECLAIM, c);
 
         if (!a)
                 return false;
@@ -81,7 +66,7 @@ static bool touchable(const ApCgroup *c) {
 }
 
 /* One step of the PressureTarget= loop. */
-static void proactive(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApSettings *st, uint64_t now) {
+static void proactive(PointPlan *p, const ApCgroup *c, ApCgroupState *cs, const ApSettings *st, uint64_t now) {
         uint32_t target = c->policy->pressure_target_ppm;
         uint64_t step, room;
         char why[160];
@@ -131,7 +116,7 @@ static uint64_t div_yield(uint64_t bytes, uint32_t yield) {
  * widened to half that batch (up to a tenth of the cap) so that the level still
  * swings about the cap rather than under it.
  */
-static void metadata_cap(ApPlan *p, const ApCgroup *c, ApCgroupState *cs) {
+static void metadata_cap(PointPlan *p, const ApCgroup *c, ApCgroupState *cs) {
         uint64_t max = c->policy->metadata_cache_max, half, ask;
         uint32_t yield = MAX(cs->slab_yield, AP_YIELD_ONE);
         char why[160];
@@ -175,7 +160,7 @@ static bool before(const ApCgroup *a, const ApCgroup *b) {
  * higher priority is touched only once every lower one is at its floor. A
  * cgroup whose last reclaim freed little waits out its backoff.
  */
-static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, uint64_t now) {
+static void global(PointPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, uint64_t now) {
         const ApCgroup *picked[AP_GLOBAL_PER_TICK] = {};
         bool level_set = false;
         unsigned level = 0;
@@ -213,7 +198,7 @@ static void global(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, 
 }
 
 /* What lifts an allocation throttle: no host pressure for the hold time; it is raised a step each calm tick before. */
-static void throttle_lifts_when(ApAction *a) {
+static void throttle_lifts_when(PointAction *a) {
         snprintf(a->lifts_when, sizeof(a->lifts_when),
                  "when the host has been free of memory pressure for ThrottleHoldTime; raised a step each calm "
                  "tick before");
@@ -226,9 +211,9 @@ static void throttle_lifts_when(ApAction *a) {
  * while its policy observed and the policy enforces now: then it is asked
  * for as it stands. False when the plan is full.
  */
-static bool throttle_held(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const AllocPointState *s,
+static bool throttle_held(PointPlan *p, const ApCgroup *c, ApCgroupState *cs, const AllocPointState *s,
                           const ApSettings *st, uint64_t now, bool pressure) {
-        ApAction *a;
+        PointAction *a;
         uint64_t step = MAX(cs->throttle_high / 10, AP_STEP_MIN);
         uint64_t raised = cs->throttle_high > UINT64_MAX - step ? UINT64_MAX : cs->throttle_high + step;
         /* Raised past twice the usage, it holds nothing back: lifted, rather than raised a
@@ -237,7 +222,7 @@ static bool throttle_held(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const
         bool calm = !pressure && (loose || now - s->last_pressure_usec >= st->throttle_hold_usec);
 
         if (pressure && cs->throttle_observed && c->policy->mode == POLICY_MODE_ENFORCE) {
-                a = add(p, AP_SET_HIGH, c);
+                a = add(p, PA_SET_HIGH, c);
                 if (!a)
                         return false;
                 a->value = cs->throttle_high;
@@ -256,7 +241,7 @@ static bool throttle_held(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const
                 cs->throttle_observed = false;
                 return true;
         }
-        a = add(p, calm ? AP_LIFT_HIGH : AP_SET_HIGH, c);
+        a = add(p, calm ? PA_LIFT_HIGH : PA_SET_HIGH, c);
         if (!a)
                 return false;
         a->value = calm ? UINT64_MAX : raised;
@@ -275,9 +260,9 @@ static bool throttle_held(ApPlan *p, const ApCgroup *c, ApCgroupState *cs, const
 }
 
 /* The fastest-growing cgroup while the host is under pressure: its memory.high set near its usage. */
-static void throttle_fastest(ApPlan *p, const ApCgroup *fastest, AllocPointState *s) {
+static void throttle_fastest(PointPlan *p, const ApCgroup *fastest, AllocPointState *s) {
         ApCgroupState *cs = state_of(s, fastest->id, true);
-        ApAction *a = cs ? add(p, AP_SET_HIGH, fastest) : NULL;
+        PointAction *a = cs ? add(p, PA_SET_HIGH, fastest) : NULL;
 
         if (!a)
                 return;
@@ -289,7 +274,7 @@ static void throttle_fastest(ApPlan *p, const ApCgroup *fastest, AllocPointState
         cs->throttle_observed = a->observe;
 }
 
-static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, const ApSettings *st,
+static void throttle(PointPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s, const ApSettings *st,
                      uint64_t now, bool pressure) {
         const ApCgroup *fastest = NULL;
 
@@ -311,10 +296,10 @@ static void throttle(ApPlan *p, const ApCgroup *cg, size_t n, AllocPointState *s
 }
 
 void alloc_point_decide(const ApCgroup *cg, size_t n, const ApSettings *st, uint64_t now, AllocPointState *s,
-                        ApPlan *p) {
+                        PointPlan *p) {
         bool pressure = host_pressure(st);
 
-        p->n = 0;
+        plan_reset(p, AP_ACTIONS_MAX);
         if (pressure)
                 s->last_pressure_usec = now;
         for (size_t i = 0; i < n; i++) {
@@ -392,13 +377,13 @@ void alloc_point_reclaim_done(AllocPointState *s, uint64_t id, uint64_t asked, u
                 back_off(cs, now, tick);
 }
 
-void alloc_point_forget(AllocPointState *s, const ApAction *a) {
+void alloc_point_forget(AllocPointState *s, const PointAction *a) {
         ApCgroupState *cs = state_of(s, a->cgroup_id, false);
 
         if (!cs)
                 return;
-        if (a->kind == AP_RECLAIM)
+        if (a->kind == PA_RECLAIM)
                 cs->inflight = cs->slab_inflight = false;
-        else if (a->kind == AP_SET_HIGH)
+        else if (a->kind == PA_SET_HIGH)
                 cs->throttle_high = a->from;
 }

@@ -25,10 +25,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "plan.h"
 #include "policy.h"
 
 #define AP_STATE_MAX 4096
-#define AP_ACTIONS_MAX 256
+#define AP_ACTIONS_MAX 256              /* actions in a plan of the allocation point */
 #define AP_GLOBAL_PER_TICK 2
 #define AP_BACKOFF_MAX 6
 #define AP_STEP_MIN (UINT64_C(1) << 20)
@@ -87,33 +88,8 @@ typedef struct AllocPointState {
         uint64_t last_pressure_usec;
 } AllocPointState;
 
-typedef enum ApActionKind {
-        AP_RECLAIM,             /* memory.reclaim of `value` bytes, cache only where the kernel can */
-        AP_SET_HIGH,            /* allocation throttle: memory.high = value */
-        AP_LIFT_HIGH,
-} ApActionKind;
-
-const char *ap_action_to_string(ApActionKind k);
-
-typedef struct ApAction {
-        ApActionKind kind;
-        uint64_t cgroup_id;
-        const char *path;
-        bool observe;
-        uint64_t value;
-        char reason[160];
-        char lifts_when[128];           /* AP_SET_HIGH: what lifts it */
-        uint64_t from;                  /* AP_SET_HIGH: the value written before it (0: none), what the
-                                         * point holds again if this one fails */
-} ApAction;
-
-typedef struct ApPlan {
-        ApAction actions[AP_ACTIONS_MAX];
-        size_t n;
-} ApPlan;
-
 void alloc_point_decide(const ApCgroup *cgroups, size_t n, const ApSettings *st, uint64_t now_usec,
-                        AllocPointState *state, ApPlan *ret);
+                        AllocPointState *state, PointPlan *ret);
 
 /* A reclaim finished: `freed` bytes (memory.current before - after). `shared`: `freed` is not what
  * the request's own writes yielded (a memory.high lowering reclaimed beside it, Job.shared, or none
@@ -125,8 +101,8 @@ void alloc_point_reclaim_done(AllocPointState *state, uint64_t cgroup_id, uint64
 uint32_t alloc_point_slab_yield(const AllocPointState *state, uint64_t cgroup_id);
 
 /* An action could not be carried out: a reclaim is no longer in flight; a memory.high set leaves the
- * value written before it (ApAction.from, 0 for none) as the point's. */
-void alloc_point_forget(AllocPointState *state, const ApAction *a);
+ * value written before it (PointAction.from, 0 for none) as the point's. */
+void alloc_point_forget(AllocPointState *state, const PointAction *a);
 
 /* The largest reclaim allowed: reclaimable above CacheFloor= and protection. */
 uint64_t alloc_point_room(const ApCgroup *c);

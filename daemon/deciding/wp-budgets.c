@@ -12,7 +12,7 @@
 
 /* What lifts a budget: the cgroup back under DirtyBackground (wp_decide_budgets), or the host's dirty data
  * back under 4/5 of where the guard starts (wp_decide_guard). */
-static void budget_lifts_when(WpAction *a, const WpCgroup *c, bool guard) {
+static void budget_lifts_when(PointAction *a, const WpCgroup *c, bool guard) {
         snprintf(a->lifts_when, sizeof(a->lifts_when), "%s",
                  guard ? "when host dirty data falls under 4/5 of the GlobalDirtyGuard level" :
                  c->policy->dirty_background.set ? "when dirty+writeback falls under DirtyBackground" :
@@ -29,11 +29,11 @@ static void budget_lifts_when(WpAction *a, const WpCgroup *c, bool guard) {
  * guard in force stays.
  */
 static void cap_budget(const WpCgroup *w, uint64_t wbps, const WpSettings *st, WritePointState *state,
-                       WpPlan *plan) {
+                       PointPlan *plan) {
         uint64_t limit = wbps <= UINT64_MAX / WP_CAP_BACKLOG_USEC ? wbps * WP_CAP_BACKLOG_USEC / USEC_PER_SEC :
                          wbps / USEC_PER_SEC * WP_CAP_BACKLOG_USEC, high;
         WpBudget *b = wp_find_budget(state, w->id);
-        WpAction *a;
+        PointAction *a;
 
         if (!w->have_memory)
                 return;
@@ -42,13 +42,13 @@ static void cap_budget(const WpCgroup *w, uint64_t wbps, const WpSettings *st, W
                 limit = MIN(limit, dirty_limit_bytes(w));
         high = wp_budget_high(w, limit, st->dirty_ratio_pct);
         if (!b) {
-                if (state->n_budgets >= WP_BUDGETS_MAX || !(a = wp_plan_add(plan, WP_SET_BUDGET, w)))
+                if (state->n_budgets >= WP_BUDGETS_MAX || !(a = wp_plan_add(plan, PA_SET_BUDGET, w)))
                         return;
                 b = &state->budgets[state->n_budgets++];
                 *b = (WpBudget) { .cgroup_id = w->id, .high = UINT64_MAX };
         } else if (b->cap ? b->limit == limit : b->high <= high) {
                 return;
-        } else if (!(a = wp_plan_add(plan, WP_SET_BUDGET, w))) {
+        } else if (!(a = wp_plan_add(plan, PA_SET_BUDGET, w))) {
                 return;
         }
         a->previous = b->high;
@@ -60,12 +60,12 @@ static void cap_budget(const WpCgroup *w, uint64_t wbps, const WpSettings *st, W
 }
 
 static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char *why, const WpSettings *st,
-                       WritePointState *state, WpPlan *plan) {
-        WpAction *a;
+                       WritePointState *state, PointPlan *plan) {
+        PointAction *a;
 
         if (state->n_budgets >= WP_BUDGETS_MAX)
                 return;
-        a = wp_plan_add(plan, WP_SET_BUDGET, c);
+        a = wp_plan_add(plan, PA_SET_BUDGET, c);
         if (!a)
                 return;
         a->value = wp_budget_high(c, limit, st->dirty_ratio_pct);
@@ -77,8 +77,8 @@ static void set_budget(const WpCgroup *c, uint64_t limit, bool guard, const char
 }
 
 /* The policy's limit changed under a budget in force: sized again at once, looser or tighter. */
-static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const WpSettings *st, WpPlan *plan) {
-        WpAction *a = wp_plan_add(plan, WP_SET_BUDGET, c);
+static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const WpSettings *st, PointPlan *plan) {
+        PointAction *a = wp_plan_add(plan, PA_SET_BUDGET, c);
 
         if (!a)
                 return;
@@ -91,9 +91,9 @@ static void resize_budget(const WpCgroup *c, WpBudget *b, uint64_t limit, const 
         b->limit = limit;
 }
 
-static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePointState *state, WpPlan *plan) {
+static void lift_budget(const WpCgroup *c, uint64_t id, const char *why, WritePointState *state, PointPlan *plan) {
         WpBudget *b = wp_find_budget(state, id);
-        WpAction *a = wp_plan_add(plan, WP_LIFT_BUDGET, c);
+        PointAction *a = wp_plan_add(plan, PA_LIFT_BUDGET, c);
 
         if (!a)
                 return;
@@ -118,7 +118,7 @@ static bool has_cap(const WritePointState *s, uint64_t id) {
  * back when a tighter budget that stood in its way is gone; and lifted with
  * the writer's last cap.
  */
-void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan) {
+void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan) {
         for (size_t i = state->n_budgets; i > 0; i--) {
                 const WpBudget *b = &state->budgets[i - 1];
 
@@ -149,7 +149,7 @@ static uint64_t background_of(const WpCgroup *c, uint64_t limit) {
         return c->policy->dirty_background.set ? dirty_background_bytes(c) : limit / 2;
 }
 
-void wp_decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan) {
+void wp_decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
                 WpBudget *b = wp_find_budget(state, c->id);
@@ -194,7 +194,7 @@ static bool protected_active(const WpCgroup *cg, size_t n) {
  * cgroup is doing io: with nobody to protect, slowing a writer that is alone
  * buys nothing (measured: it cost a lone writer most of its rate).
  */
-void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan) {
+void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan) {
         uint64_t start, stop;
 
         if (st->host_dirty_threshold == 0 || st->global_guard_ppm == 0)
@@ -222,14 +222,14 @@ void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePo
 }
 
 /* A budget decided while its policy only observed, asked for as it stands once the policy enforces. */
-void wp_enforce_observed_budgets(const WpCgroup *cg, size_t n, WritePointState *state, WpPlan *plan) {
+void wp_enforce_observed_budgets(const WpCgroup *cg, size_t n, WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < state->n_budgets; i++) {
                 WpBudget *b = &state->budgets[i];
                 const WpCgroup *c = wp_find_cgroup(cg, n, b->cgroup_id);
-                WpAction *a;
+                PointAction *a;
 
                 if (!b->observed || !c || c->policy->mode != POLICY_MODE_ENFORCE ||
-                    !(a = wp_plan_add(plan, WP_SET_BUDGET, c)))
+                    !(a = wp_plan_add(plan, PA_SET_BUDGET, c)))
                         continue;
                 a->value = b->high;
                 snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the dirty budget decided while "

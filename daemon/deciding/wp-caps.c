@@ -21,7 +21,7 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
 
 /* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
  * (wp_relax_caps). */
-void wp_cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding) {
+void wp_cap_lifts_when(PointAction *a, const WpCgroup *victim, bool guarding) {
         const char *what = guarding ? "stalled or done io there" : "stalled";
 
         if (victim)
@@ -170,7 +170,7 @@ static WpCap *cap_entry(WritePointState *state, WpCap *cap, const WpCgroup *w, c
 }
 
 /* Why the cap: a guard beside a cgroup that does io, a latency over its target, or a stall over its limit. */
-static void cap_reason(WpAction *a, const Stall *s, uint32_t base, bool at_floor, bool guarded) {
+static void cap_reason(PointAction *a, const Stall *s, uint32_t base, bool at_floor, bool guarded) {
         uint32_t stall = s->victim->io_stall_ppm;
         const char *how = at_floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "";
 
@@ -195,12 +195,12 @@ static void cap_reason(WpAction *a, const Stall *s, uint32_t base, bool at_floor
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
  */
 static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
-                       const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+                       const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         WpCap *cap = wp_find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t smooth = wp_smoothed_stall(state, s->victim);
         bool guarded;
-        WpAction *a;
+        PointAction *a;
 
         if (!cap_wanted(cap, s, dev, rate, guard, smooth, st, now, &want, &guarded))
                 return;
@@ -209,7 +209,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 return; /* at its floor already */
         if (!cap && state->n_caps >= WP_CAPS_MAX)
                 return;
-        a = wp_plan_add(plan, WP_SET_CAP, w);
+        a = wp_plan_add(plan, PA_SET_CAP, w);
         if (!a)
                 return;
         cap = cap_entry(state, cap, w, s, guard, now);
@@ -248,7 +248,7 @@ static uint64_t guard_weight(const WpCgroup *w, const Stall *s, const WpDevice *
 
 /* The heaviest writers that may be capped for one stalling (or, guard, guarded) device. */
 static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, bool guard,
-                          const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+                          const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
 
@@ -297,7 +297,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
 
 /* Each stalling device: marked as stalling now, and its heaviest writers capped or stepped down. */
 void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         for (size_t k = 0; k < n_stalls; k++) {
                 WpDeviceQuiet *q = wp_quiet_of(state, stalls[k].major, stalls[k].minor, true);
                 if (q)
@@ -314,7 +314,7 @@ void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
  * has its heavy writers capped from now on.
  */
 void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                      size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+                      size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         if (!st->guard_rate_ppm)
                 return;
         for (size_t i = 0; i < n; i++) {
@@ -347,13 +347,13 @@ void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t 
  * the next step down (or never, if it is lifted after the hold time).
  */
 void wp_enforce_observed_caps(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
-                              WpPlan *plan) {
+                              PointPlan *plan) {
         for (size_t i = 0; i < state->n_caps; i++) {
                 WpCap *cap = &state->caps[i];
                 const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);
-                WpAction *a;
+                PointAction *a;
 
-                if (!cap->observed || !w || w->policy->mode != POLICY_MODE_ENFORCE || !(a = wp_plan_add(plan, WP_SET_CAP, w)))
+                if (!cap->observed || !w || w->policy->mode != POLICY_MODE_ENFORCE || !(a = wp_plan_add(plan, PA_SET_CAP, w)))
                         continue;
                 a->major = cap->major;
                 a->minor = cap->minor;

@@ -47,7 +47,7 @@ static inline uint64_t dirty_background_bytes(const WpCgroup *c) {
 /* ---- lookups and the plan (wp-state.c) ---- */
 
 /* An action for cgroup c (NULL: none), added to the plan; NULL when the plan is full. */
-WpAction *wp_plan_add(WpPlan *p, WpActionKind kind, const WpCgroup *c);
+PointAction *wp_plan_add(PointPlan *p, PointActionKind kind, const WpCgroup *c);
 const WpCgroup *wp_find_cgroup(const WpCgroup *cg, size_t n, uint64_t id);
 const WpDevice *wp_find_device(const WpDevice *d, size_t n, uint32_t major, uint32_t minor);
 /* What the cgroup wrote to the device over the tick, bytes/s. */
@@ -94,30 +94,30 @@ size_t wp_find_stalls(const WpCgroup *cg, size_t n, const WritePointState *state
 
 /* GuardRate= of the device's capacity; 0 while the capacity is unknown. */
 uint64_t wp_guard_level(const WpDevice *dev, const WpSettings *st);
-void wp_cap_lifts_when(WpAction *a, const WpCgroup *victim, bool guarding);
+void wp_cap_lifts_when(PointAction *a, const WpCgroup *victim, bool guarding);
 void wp_enforce_observed_caps(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state,
-                              WpPlan *plan);
+                              PointPlan *plan);
 void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan);
+                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan);
 void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                      size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan);
+                      size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan);
 void wp_track_busy(const WpCgroup *cg, size_t n, uint64_t now, WritePointState *state);
 void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan);
+                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan);
 
 /* ---- budgets and the global dirty guard (wp-budgets.c) ---- */
 
-void wp_enforce_observed_budgets(const WpCgroup *cg, size_t n, WritePointState *state, WpPlan *plan);
-void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan);
-void wp_decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan);
-void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, WpPlan *plan);
+void wp_enforce_observed_budgets(const WpCgroup *cg, size_t n, WritePointState *state, PointPlan *plan);
+void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan);
+void wp_decide_budgets(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan);
+void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan);
 
 /* ---- writeback (wp-writeback.c) and device queues (wp-queues.c) ---- */
 
 void wp_decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                         size_t n_stalls, WritePointState *state, WpPlan *plan);
+                         size_t n_stalls, WritePointState *state, PointPlan *plan);
 void wp_writeback_done(WritePointState *state, uint64_t cgroup_id);
 void wp_decide_queues(const WpCgroup *cg, size_t n, const WpSettings *st, uint64_t now, WritePointState *state,
-                      WpPlan *plan);
+                      PointPlan *plan);
 /* A queue action failed: the state as if it had not been decided. */
-void wp_forget_queue(WritePointState *state, const WpAction *a);
+void wp_forget_queue(WritePointState *state, const PointAction *a);

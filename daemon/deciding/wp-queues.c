@@ -23,8 +23,8 @@ static bool active_on(const WpCgroup *c, const DeviceRate *d) {
                                                                   c->io_stall_ppm >= WP_GUARD_WAIT_MIN_PPM);
 }
 
-static void shallow_queue(const WpCgroup *c, const DeviceRate *d, WpQueue *q, WpPlan *plan) {
-        WpAction *a = wp_plan_add(plan, WP_SET_QUEUE, c);
+static void shallow_queue(const WpCgroup *c, const DeviceRate *d, WpQueue *q, PointPlan *plan) {
+        PointAction *a = wp_plan_add(plan, PA_SET_QUEUE, c);
 
         if (!a)
                 return;
@@ -41,8 +41,8 @@ static void shallow_queue(const WpCgroup *c, const DeviceRate *d, WpQueue *q, Wp
 }
 
 static void restore_queue(const WpCgroup *cg, size_t n, WpQueue *q, const char *why, WritePointState *s,
-                          WpPlan *plan) {
-        WpAction *a = wp_plan_add(plan, WP_LIFT_QUEUE, wp_find_cgroup(cg, n, q->protected_id));
+                          PointPlan *plan) {
+        PointAction *a = wp_plan_add(plan, PA_LIFT_QUEUE, wp_find_cgroup(cg, n, q->protected_id));
 
         if (!a)
                 return;
@@ -62,7 +62,7 @@ static void restore_queue(const WpCgroup *cg, size_t n, WpQueue *q, const char *
  * for the hold time, or at once when the setting is off.
  */
 void wp_decide_queues(const WpCgroup *cg, size_t n, const WpSettings *st, uint64_t now, WritePointState *state,
-                      WpPlan *plan) {
+                      PointPlan *plan) {
         for (size_t i = 0; st->manage_queue_depth && i < n; i++) {
                 const WpCgroup *c = &cg[i];
 
@@ -97,10 +97,10 @@ void wp_decide_queues(const WpCgroup *cg, size_t n, const WpSettings *st, uint64
         }
 }
 
-void wp_forget_queue(WritePointState *state, const WpAction *a) {
+void wp_forget_queue(WritePointState *state, const PointAction *a) {
         WpQueue *q = queue_of(state, a->major, a->minor);
 
-        if (a->kind == WP_SET_QUEUE) {
+        if (a->kind == PA_SET_QUEUE) {
                 /* Asked for again at the next tick the protected cgroup is active there. */
                 if (q)
                         *q = state->queues[--state->n_queues];

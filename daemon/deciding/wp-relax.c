@@ -104,8 +104,8 @@ static bool creep(WpCap *cap, const WpDevice *d, const WpDeviceQuiet *q, const W
 /* The cap raised to `want`, or lifted, in the plan and the state; false when the plan is full. `p`: the
  * protected cgroup the cap is for, if it is still under a policy. */
 static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lift, bool by_latency, uint64_t want,
-                      const WpSettings *st, WritePointState *state, WpPlan *plan) {
-        WpAction *a = wp_plan_add(plan, lift ? WP_LIFT_CAP : WP_SET_CAP, w);
+                      const WpSettings *st, WritePointState *state, PointPlan *plan) {
+        PointAction *a = wp_plan_add(plan, lift ? PA_LIFT_CAP : PA_SET_CAP, w);
 
         if (!a)
                 return false;
@@ -131,7 +131,7 @@ static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lif
 
 /* Caps where nobody stalls now: raised, by the latency or creeping, or lifted after the hold time. */
 void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, WpPlan *plan) {
+                   size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         for (size_t i = state->n_caps; i > 0; i--) {
                 WpCap *cap = &state->caps[i - 1];
                 const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);

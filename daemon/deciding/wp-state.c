@@ -14,19 +14,8 @@ uint64_t wp_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio
         return nonfile + budget / ratio * 100 + budget % ratio * 100 / ratio;
 }
 
-WpAction *wp_plan_add(WpPlan *p, WpActionKind kind, const WpCgroup *c) {
-        WpAction *a;
-
-        if (p->n >= WP_ACTIONS_MAX) {
-                p->truncated = true;
-                return NULL;
-        }
-        a = &p->actions[p->n++];
-        *a = (WpAction) {
-                .kind = kind, .cgroup_id = c ? c->id : 0, .path = c ? c->path : NULL,
-                .observe = c && c->policy->mode == POLICY_MODE_OBSERVE, .previous = UINT64_MAX,
-        };
-        return a;
+PointAction *wp_plan_add(PointPlan *p, PointActionKind kind, const WpCgroup *c) {
+        return c ? plan_add(p, kind, c->id, c->path, c->policy) : plan_add(p, kind, 0, NULL, NULL);
 }
 
 const WpCgroup *wp_find_cgroup(const WpCgroup *cg, size_t n, uint64_t id) {

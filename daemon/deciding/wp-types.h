@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The write point's types: what it is given each tick (cgroups, devices,
- * settings), what it keeps between ticks (its state), the plan it returns,
- * and their bounds. write-point.h says how it decides.
+ * settings), what it keeps between ticks (its state), and their bounds; the
+ * plan it returns is plan.h's. write-point.h says how it decides.
  */
 #pragma once
 
@@ -10,13 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h"
 #include "device-rate.h"
+#include "plan.h"
+#include "policy.h"
 
 #define WP_CGROUPS_MAX 4096
 #define WP_CAPS_MAX 256
 #define WP_BUDGETS_MAX 256
-#define WP_ACTIONS_MAX 512
+#define WP_ACTIONS_MAX 512             /* actions in a plan of the write point */
 #define WP_CAPPED_PER_DEVICE 4
 #define WP_BASELINES_MAX 256
 #define WP_STEP_USEC (1000 * 1000)
@@ -142,37 +143,3 @@ typedef struct WritePointState {
         WpQueue queues[WP_QUEUES_MAX];
         size_t n_queues;
 } WritePointState;
-
-typedef enum WpActionKind {
-        WP_SET_CAP,             /* io.max wbps = value on (major:minor) */
-        WP_LIFT_CAP,
-        WP_SET_BUDGET,          /* memory.high = value */
-        WP_LIFT_BUDGET,
-        WP_WRITEBACK,
-        WP_SET_QUEUE,           /* the queue of device (major:minor): nr_requests = value, max_sectors_kb = queue_kb */
-        WP_LIFT_QUEUE,
-} WpActionKind;
-
-
-typedef struct WpAction {
-        WpActionKind kind;
-        uint64_t cgroup_id;
-        const char *path;
-        bool observe;                   /* Mode=observe: log, do not write */
-        uint32_t major, minor;
-        uint64_t value;
-        uint64_t queue_kb;              /* WP_SET_QUEUE: max_sectors_kb */
-        uint64_t drain;                 /* WP_SET_CAP: the rate the cap rises to once the writer is gone
-                                         * or stopping, while what it left is written (0: lifted at once) */
-        uint64_t previous;              /* value before, UINT64_MAX: none */
-        uint64_t protected_id;
-        uint32_t stall_ppm;             /* the protected cgroup's, when it matters */
-        char reason[160];
-        char lifts_when[128];           /* a cap or budget set: what lifts it */
-} WpAction;
-
-typedef struct WpPlan {
-        WpAction actions[WP_ACTIONS_MAX];
-        size_t n;
-        bool truncated;
-} WpPlan;

@@ -18,11 +18,11 @@ static bool writeback_inflight(const WritePointState *s, uint64_t id) {
 
 /* Early writeback where it helps: over DirtyBackground, devices with headroom, nobody stalling there. */
 void wp_decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
-                         size_t n_stalls, WritePointState *state, WpPlan *plan) {
+                         size_t n_stalls, WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
                 bool headroom = c->n_devices > 0;
-                WpAction *a;
+                PointAction *a;
 
                 if (!c->policy->dirty_background.set || !c->have_memory || writeback_inflight(state, c->id) ||
                     c->dirty <= dirty_background_bytes(c) ||
@@ -37,7 +37,7 @@ void wp_decide_writeback(const WpCgroup *cg, size_t n, const WpDevice *dev, size
                 }
                 if (!headroom)
                         continue;
-                a = wp_plan_add(plan, WP_WRITEBACK, c);
+                a = wp_plan_add(plan, PA_WRITEBACK, c);
                 if (!a)
                         return;
                 a->value = c->dirty;

@@ -8,26 +8,15 @@
 
 #include "wp-internal.h"
 
-const char *wp_action_to_string(WpActionKind k) {
-        static const char *const names[] = {
-                [WP_SET_CAP] = "cap-writes",
-                [WP_LIFT_CAP] = "lift-cap",
-                [WP_SET_BUDGET] = "dirty-budget",
-                [WP_LIFT_BUDGET] = "lift-dirty-budget",
-                [WP_WRITEBACK] = "writeback",
-                [WP_SET_QUEUE] = "shallow-queue",
-                [WP_LIFT_QUEUE] = "restore-queue",
-        };
-        return k <= WP_LIFT_QUEUE ? names[k] : NULL;
-}
+_Static_assert(WP_ACTIONS_MAX <= PLAN_ACTIONS_MAX, "a plan holds every action of the write point");
 
 /* What the plan sets is written, or only observed: the state says which, for the next tick (the
  * wp_enforce_observed functions). */
-static void note_observed(const WpPlan *plan, WritePointState *state) {
+static void note_observed(const PointPlan *plan, WritePointState *state) {
         for (size_t i = 0; i < plan->n; i++) {
-                const WpAction *a = &plan->actions[i];
-                WpCap *cap = a->kind == WP_SET_CAP ? wp_find_cap(state, a->cgroup_id, a->major, a->minor) : NULL;
-                WpBudget *b = a->kind == WP_SET_BUDGET ? wp_find_budget(state, a->cgroup_id) : NULL;
+                const PointAction *a = &plan->actions[i];
+                WpCap *cap = a->kind == PA_SET_CAP ? wp_find_cap(state, a->cgroup_id, a->major, a->minor) : NULL;
+                WpBudget *b = a->kind == PA_SET_BUDGET ? wp_find_budget(state, a->cgroup_id) : NULL;
 
                 if (cap)
                         cap->observed = a->observe;
@@ -47,12 +36,12 @@ static void note_observed(const WpPlan *plan, WritePointState *state) {
  * nearly as fast as the device can take them, and no faster. 0 where the
  * capacity is unknown: the cap is lifted then, as before any of this.
  */
-static void drain_rates(const WpDevice *dev, size_t n_dev, WpPlan *plan) {
+static void drain_rates(const WpDevice *dev, size_t n_dev, PointPlan *plan) {
         for (size_t i = 0; i < plan->n; i++) {
-                WpAction *a = &plan->actions[i];
+                PointAction *a = &plan->actions[i];
                 const WpDevice *d;
 
-                if (a->kind != WP_SET_CAP)
+                if (a->kind != PA_SET_CAP)
                         continue;
                 d = wp_find_device(dev, n_dev, a->major, a->minor);
                 a->drain = d && d->capacity ? d->capacity / 10 * 9 : 0;
@@ -60,12 +49,11 @@ static void drain_rates(const WpDevice *dev, size_t n_dev, WpPlan *plan) {
 }
 
 void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const WpSettings *st,
-                        uint64_t now, WritePointState *state, WpPlan *plan) {
+                        uint64_t now, WritePointState *state, PointPlan *plan) {
         Stall stalls[WP_CAPS_MAX];
         size_t n_stalls;
 
-        plan->n = 0;
-        plan->truncated = false;
+        plan_reset(plan, WP_ACTIONS_MAX);
         wp_enforce_observed_caps(cg, n, st, state, plan);
         wp_enforce_observed_budgets(cg, n, state, plan);
         wp_learn_baselines(cg, n, dev, n_dev, state);
@@ -83,30 +71,30 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         note_observed(plan, state);
 }
 
-void write_point_forget(WritePointState *state, const WpAction *a) {
+void write_point_forget(WritePointState *state, const PointAction *a) {
         WpCap *cap;
         WpBudget *b;
 
         switch (a->kind) {
-        case WP_SET_CAP:
+        case PA_SET_CAP:
                 cap = wp_find_cap(state, a->cgroup_id, a->major, a->minor);
                 if (cap && a->previous == UINT64_MAX)
                         wp_remove_cap(state, cap);
                 else if (cap)
                         cap->wbps = a->previous;
                 break;
-        case WP_SET_BUDGET:
+        case PA_SET_BUDGET:
                 b = wp_find_budget(state, a->cgroup_id);
                 if (b && a->previous == UINT64_MAX)
                         *b = state->budgets[--state->n_budgets];
                 else if (b)
                         b->high = a->previous;
                 break;
-        case WP_WRITEBACK:
+        case PA_WRITEBACK:
                 wp_writeback_done(state, a->cgroup_id);
                 break;
-        case WP_SET_QUEUE:
-        case WP_LIFT_QUEUE:
+        case PA_SET_QUEUE:
+        case PA_LIFT_QUEUE:
                 wp_forget_queue(state, a);
                 break;
         default:

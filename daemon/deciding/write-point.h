@@ -64,8 +64,6 @@
 
 #include "wp-types.h"
 
-const char *wp_action_to_string(WpActionKind k);
-
 /*
  * Decides this tick's plan. `cgroups` are those with a policy whose mode is
  * not off (their order does not matter); `devices` the devices they use. The
@@ -73,10 +71,10 @@ const char *wp_action_to_string(WpActionKind k);
  * fails calls write_point_forget() so that it is tried again.
  */
 void write_point_decide(const WpCgroup *cgroups, size_t n_cgroups, const WpDevice *devices, size_t n_devices,
-                        const WpSettings *settings, uint64_t now_usec, WritePointState *state, WpPlan *ret);
+                        const WpSettings *settings, uint64_t now_usec, WritePointState *state, PointPlan *ret);
 
 /* The action failed: forget what it would have changed in the state. */
-void write_point_forget(WritePointState *state, const WpAction *a);
+void write_point_forget(WritePointState *state, const PointAction *a);
 
 /* A writeback job for the cgroup finished. */
 void write_point_writeback_done(WritePointState *state, uint64_t cgroup_id);

@@ -17,7 +17,7 @@ static Policy cold, hog, db;
 static ApCgroup cg[3];
 static ApSettings st;
 static AllocPointState state;
-static ApPlan plan;
+static PointPlan plan;
 
 static int setup(void **s) {
         cold = (Policy) { .name = (char *) "cold", .mode = POLICY_MODE_ENFORCE, .priority = 50,
@@ -43,17 +43,17 @@ static void decide(uint64_t now) {
         alloc_point_decide(cg, 3, &st, now, &state, &plan);
 }
 
-static const ApAction *find(ApActionKind k, uint64_t id) {
+static const PointAction *find(PointActionKind k, uint64_t id) {
         for (size_t i = 0; i < plan.n; i++)
                 if (plan.actions[i].kind == k && plan.actions[i].cgroup_id == id)
                         return &plan.actions[i];
         return NULL;
 }
 
-static __attribute__((returns_nonnull)) const ApAction *must(ApActionKind k, uint64_t id) {
-        const ApAction *a = find(k, id);
+static __attribute__((returns_nonnull)) const PointAction *must(PointActionKind k, uint64_t id) {
+        const PointAction *a = find(k, id);
         if (!a) {
-                fail_msg("no %s for %llu", ap_action_to_string(k), (unsigned long long) id);
+                fail_msg("no %s for %llu", point_action_to_string(k), (unsigned long long) id);
                 abort();
         }
         return a;
@@ -62,79 +62,79 @@ static __attribute__((returns_nonnull)) const ApAction *must(ApActionKind k, uin
 static void test_step_sized_by_distance_to_target(void **s) {
         decide(1 * SEC);
         /* No stall at all: a full step. The protected db is never touched. */
-        assert_int_equal(must(AP_RECLAIM, 1)->value, 16 * MIB);
-        assert_null(find(AP_RECLAIM, 3));
-        assert_null(find(AP_RECLAIM, 2)); /* no PressureTarget=, no host pressure */
+        assert_int_equal(must(PA_RECLAIM, 1)->value, 16 * MIB);
+        assert_null(find(PA_RECLAIM, 3));
+        assert_null(find(PA_RECLAIM, 2)); /* no PressureTarget=, no host pressure */
         /* One reclaim at a time. */
         decide(2 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         alloc_point_reclaim_done(&state, 1, 16 * MIB, 17 * MIB, false, 2 * SEC, SEC);
         cg[0].stall_ppm = 750; /* a quarter of the target left */
         decide(3 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 1)->value, 4 * MIB);
+        assert_int_equal(must(PA_RECLAIM, 1)->value, 4 * MIB);
 }
 
 static void test_backoff_over_target_grows(void **s) {
         cg[0].stall_ppm = 2000;
         decide(1 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         assert_int_equal(state.cg[0].backoff, 1);
         assert_int_equal(state.cg[0].next_usec, 3 * SEC);
         cg[0].stall_ppm = 0;
         decide(2 * SEC);
-        assert_null(find(AP_RECLAIM, 1)); /* still backing off */
+        assert_null(find(PA_RECLAIM, 1)); /* still backing off */
         cg[0].stall_ppm = 5000;
         decide(3 * SEC);
         assert_int_equal(state.cg[0].backoff, 2);
         assert_int_equal(state.cg[0].next_usec, 7 * SEC);
         cg[0].stall_ppm = 0;
         decide(7 * SEC);
-        assert_non_null(find(AP_RECLAIM, 1));
+        assert_non_null(find(PA_RECLAIM, 1));
 }
 
 static void test_refaults_climbing_back_off(void **s) {
         cg[0].refault_rate = 10 * MIB;
         decide(1 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         assert_int_equal(state.cg[0].backoff, 1);
         decide(3 * SEC);                /* same refault rate: not climbing any more */
-        assert_non_null(find(AP_RECLAIM, 1));
+        assert_non_null(find(PA_RECLAIM, 1));
 }
 
 static void test_floors(void **s) {
         cold.cache_floor = 1090 * MIB;   /* only 10 MiB above the floor */
         decide(1 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 1)->value, 10 * MIB);
+        assert_int_equal(must(PA_RECLAIM, 1)->value, 10 * MIB);
         alloc_point_reclaim_done(&state, 1, 10 * MIB, 10 * MIB, false, 1 * SEC, SEC);
         cold.cache_floor = 1100 * MIB;
         decide(2 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         /* memory.low protects what the kernel would not protect for the written cgroup. */
         cold.cache_floor = 0;
         cg[0].protection = 1195 * MIB;
         decide(3 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 1)->value, 5 * MIB);
+        assert_int_equal(must(PA_RECLAIM, 1)->value, 5 * MIB);
         assert_int_equal(alloc_point_room(&cg[0]), 5 * MIB);
 }
 
 static void test_stall_after_reclaim_learns_a_floor(void **s) {
         decide(1 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 1)->value, 16 * MIB);
+        assert_int_equal(must(PA_RECLAIM, 1)->value, 16 * MIB);
         alloc_point_reclaim_done(&state, 1, 16 * MIB, 16 * MIB, false, 1 * SEC, SEC);
         /* The stall rises right after: what was reclaimed was still used. */
         cg[0].reclaimable = 1084 * MIB;
         cg[0].stall_ppm = 3000;
         decide(2 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         assert_int_equal(state.cg[0].learned_floor, 1084 * MIB + 16 * MIB);
         /* Calm again: nothing is taken below the learned floor. */
         cg[0].stall_ppm = 0;
         decide(10 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         /* The working set grows back: room above the floor is reclaimed again. */
         cg[0].reclaimable = 1300 * MIB;
         decide(11 * SEC);
-        assert_non_null(find(AP_RECLAIM, 1));
+        assert_non_null(find(PA_RECLAIM, 1));
 }
 
 static void test_metadata_cache_max(void **s) {
@@ -142,16 +142,16 @@ static void test_metadata_cache_max(void **s) {
         /* Within the dead band (5 % of the cap): nothing. */
         cg[1].slab_reclaimable = 64 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE;
         decide(1 * SEC);
-        assert_null(find(AP_RECLAIM, 2));
+        assert_null(find(PA_RECLAIM, 2));
         /* Over it, the yield not learnt yet: the smallest request, to learn from. */
         cg[1].slab_reclaimable = 70 * MIB;
         decide(2 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
-        assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "MetadataCacheMax"));
+        assert_int_equal(must(PA_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        assert_non_null(strstr(must(PA_RECLAIM, 2)->reason, "MetadataCacheMax"));
         /* It freed as much as asked: back to the band's lower edge. */
         alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, false, 3 * SEC, SEC);
         decide(4 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
+        assert_int_equal(must(PA_RECLAIM, 2)->value, 6 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
 }
 
 /* The hog's slab 16 MiB over a MetadataCacheMax= of 64 MiB, its steps as large, and a first decision at 1 s. */
@@ -164,11 +164,11 @@ static void hog_slab_over_its_cap(void) {
 
 /* Reports what the last request freed as `times` x what it asked, and returns the next request. */
 static uint64_t slab_round(uint64_t id, uint64_t now, double times) {
-        uint64_t asked = must(AP_RECLAIM, id)->value;
+        uint64_t asked = must(PA_RECLAIM, id)->value;
 
         alloc_point_reclaim_done(&state, id, asked, (uint64_t) ((double) asked * times), false, now, SEC);
         decide(now + SEC / 2);
-        return must(AP_RECLAIM, id)->value;
+        return must(PA_RECLAIM, id)->value;
 }
 
 static void test_slab_yield_learnt(void **s) {
@@ -176,14 +176,14 @@ static void test_slab_yield_learnt(void **s) {
         uint32_t y;
 
         hog_slab_over_its_cap();
-        first = must(AP_RECLAIM, 2)->value;
+        first = must(PA_RECLAIM, 2)->value;
         assert_int_equal(first, AP_SLAB_ASK_MIN);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
         /* The kernel freed 21x what it was asked: the next request is a 21st. */
         next = slab_round(2, 2 * SEC, 21);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 21 * AP_YIELD_ONE);
         assert_in_range(next, excess / 21 - 1, excess / 21 + 1);
-        assert_non_null(strstr(must(AP_RECLAIM, 2)->reason, "21.00x"));
+        assert_non_null(strstr(must(PA_RECLAIM, 2)->reason, "21.00x"));
         /* It then frees 4x: the yield comes down to it, slowly (short of the cap meanwhile). */
         for (int i = 0; i < 16; i++)
                 next = slab_round(2, (3 + (uint64_t) i) * SEC, 4);
@@ -201,14 +201,14 @@ static void test_slab_yield_not_learnt_when_shared(void **s) {
         uint64_t asked;
 
         hog_slab_over_its_cap();
-        asked = must(AP_RECLAIM, 2)->value;
+        asked = must(PA_RECLAIM, 2)->value;
         alloc_point_reclaim_done(&state, 2, asked, 30 * asked, true, 2 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 0);
         decide(3 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);  /* still the request to learn from */
+        assert_int_equal(must(PA_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);  /* still the request to learn from */
         /* Once learnt, a shared one leaves it as it was. */
         (void) slab_round(2, 4 * SEC, 3);
-        asked = must(AP_RECLAIM, 2)->value;
+        asked = must(PA_RECLAIM, 2)->value;
         alloc_point_reclaim_done(&state, 2, asked, 40 * asked, true, 5 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 2), 3 * AP_YIELD_ONE);
 }
@@ -219,20 +219,20 @@ static void test_slab_ask_never_under_kernel_minimum(void **s) {
         hog_slab_over_its_cap();
         /* Huge batches whatever is asked: 1000x. */
         (void) slab_round(2, 2 * SEC, 1000);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(PA_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 1000 * AP_SLAB_ASK_MIN, false, 3 * SEC, SEC);
         /* The band widens to half such a batch, at most a tenth of the cap: the level swings about the cap. */
         cg[1].slab_reclaimable = 64 * MIB + half;
         decide(4 * SEC);
-        assert_null(find(AP_RECLAIM, 2));
+        assert_null(find(PA_RECLAIM, 2));
         cg[1].slab_reclaimable = 64 * MIB + half + MIB;
         decide(5 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(PA_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         /* Nor when what is left to reclaim is under the minimum. */
         alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, 0, false, 6 * SEC, SEC);
         cg[1].reclaimable = AP_SLAB_ASK_MIN - 1;
         decide(7 * SEC);
-        assert_null(find(AP_RECLAIM, 2));
+        assert_null(find(PA_RECLAIM, 2));
 }
 
 static void test_slab_yield_per_cgroup(void **s) {
@@ -243,15 +243,15 @@ static void test_slab_yield_per_cgroup(void **s) {
         cold.reclaim_step_max = hog.reclaim_step_max = 64 * MIB;
         cg[0].slab_reclaimable = cg[1].slab_reclaimable = 80 * MIB;
         decide(1 * SEC);
-        assert_int_equal(must(AP_RECLAIM, 1)->value, AP_SLAB_ASK_MIN);
-        assert_int_equal(must(AP_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(PA_RECLAIM, 1)->value, AP_SLAB_ASK_MIN);
+        assert_int_equal(must(PA_RECLAIM, 2)->value, AP_SLAB_ASK_MIN);
         alloc_point_reclaim_done(&state, 1, AP_SLAB_ASK_MIN, 20 * AP_SLAB_ASK_MIN, false, 2 * SEC, SEC);
         alloc_point_reclaim_done(&state, 2, AP_SLAB_ASK_MIN, AP_SLAB_ASK_MIN, false, 2 * SEC, SEC);
         decide(3 * SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 20 * AP_YIELD_ONE);
         assert_int_equal(alloc_point_slab_yield(&state, 2), AP_YIELD_ONE);
-        a1 = must(AP_RECLAIM, 2)->value;
-        a0 = must(AP_RECLAIM, 1)->value;
+        a1 = must(PA_RECLAIM, 2)->value;
+        a0 = must(PA_RECLAIM, 1)->value;
         assert_int_equal(a1, 16 * MIB + 64 * MIB / 1000 * AP_SLAB_BAND_PERMILLE);
         assert_in_range(a0, a1 / 20 - 1, a1 / 20 + 1);
         /* A slab reclaim that freed nothing lowers it; a proactive one teaches it nothing. */
@@ -260,8 +260,8 @@ static void test_slab_yield_per_cgroup(void **s) {
         cold.metadata_cache_max = UINT64_MAX;
         cold.pressure_target_ppm = 1000;
         decide(10 * SEC);
-        assert_null(strstr(must(AP_RECLAIM, 1)->reason, "MetadataCacheMax"));
-        alloc_point_reclaim_done(&state, 1, must(AP_RECLAIM, 1)->value, 0, false, 11 * SEC, SEC);
+        assert_null(strstr(must(PA_RECLAIM, 1)->reason, "MetadataCacheMax"));
+        alloc_point_reclaim_done(&state, 1, must(PA_RECLAIM, 1)->value, 0, false, 11 * SEC, SEC);
         assert_int_equal(alloc_point_slab_yield(&state, 1), 15 * AP_YIELD_ONE);
 }
 
@@ -272,7 +272,7 @@ static void test_global_pressure_order(void **s) {
         /* Only the lowest priority with room (hog, 10); never the protected db. */
         assert_int_equal(plan.n, 1);
         assert_int_equal(plan.actions[0].cgroup_id, 2);
-        assert_null(find(AP_RECLAIM, 3));
+        assert_null(find(PA_RECLAIM, 3));
         /* Busy or backing off, the hog is not skipped for a higher priority. */
         decide(2 * SEC);
         assert_int_equal(plan.n, 0);
@@ -289,31 +289,31 @@ static void test_global_pressure_order(void **s) {
         cold.pressure_target_ppm = 0;
         st.mem_available = 50 * MIB;
         decide(1 * SEC);
-        assert_non_null(find(AP_RECLAIM, 2));
+        assert_non_null(find(PA_RECLAIM, 2));
 }
 
 static void test_allocation_throttle(void **s) {
         hog.allocation_throttle = true;
         cg[1].growth_rate = 50 * MIB;
         decide(1 * SEC);
-        assert_null(find(AP_SET_HIGH, 2)); /* no host pressure */
+        assert_null(find(PA_SET_HIGH, 2)); /* no host pressure */
         st.host_stall_ppm = 300000;
         decide(2 * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
+        assert_int_equal(must(PA_SET_HIGH, 2)->value, 500 * MIB);
         decide(3 * SEC);                       /* pressure goes on: held */
-        assert_null(find(AP_SET_HIGH, 2));
+        assert_null(find(PA_SET_HIGH, 2));
         st.host_stall_ppm = 0;
         decide(4 * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 550 * MIB); /* raised a step */
+        assert_int_equal(must(PA_SET_HIGH, 2)->value, 550 * MIB); /* raised a step */
         for (uint64_t t = 5; t <= 7; t++) {
                 decide(t * SEC);
-                assert_null(find(AP_LIFT_HIGH, 2));
+                assert_null(find(PA_LIFT_HIGH, 2));
         }
         decide(8 * SEC);
-        assert_non_null(find(AP_LIFT_HIGH, 2)); /* calm for the 5 s hold time since the last pressure at 3 s */
+        assert_non_null(find(PA_LIFT_HIGH, 2)); /* calm for the 5 s hold time since the last pressure at 3 s */
         decide(9 * SEC);
-        assert_null(find(AP_LIFT_HIGH, 2));
-        assert_null(find(AP_SET_HIGH, 2));
+        assert_null(find(PA_LIFT_HIGH, 2));
+        assert_null(find(PA_SET_HIGH, 2));
 }
 
 /* The hog, growing under host pressure, throttled at its usage at 1 s (only observed if `observe`). */
@@ -323,8 +323,8 @@ static void hog_throttled(bool observe) {
         cg[1].growth_rate = 50 * MIB;
         st.host_stall_ppm = 300000;
         decide(1 * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 500 * MIB);
-        assert_true(must(AP_SET_HIGH, 2)->observe == observe);
+        assert_int_equal(must(PA_SET_HIGH, 2)->value, 500 * MIB);
+        assert_true(must(PA_SET_HIGH, 2)->observe == observe);
 }
 
 /*
@@ -334,29 +334,29 @@ static void hog_throttled(bool observe) {
  * memory.high that is still lowered.
  */
 static void test_failed_raise_is_held_and_lifted(void **s) {
-        ApAction a;
+        PointAction a;
 
         hog_throttled(false);
-        assert_int_equal(must(AP_SET_HIGH, 2)->from, 0);
+        assert_int_equal(must(PA_SET_HIGH, 2)->from, 0);
         st.host_stall_ppm = 0;
         decide(2 * SEC);
-        a = *must(AP_SET_HIGH, 2);
+        a = *must(PA_SET_HIGH, 2);
         assert_int_equal(a.value, 550 * MIB);
         assert_int_equal(a.from, 500 * MIB);
         alloc_point_forget(&state, &a);
         decide(3 * SEC);
-        assert_int_equal(must(AP_SET_HIGH, 2)->value, 550 * MIB);     /* raised again from 500 MiB */
+        assert_int_equal(must(PA_SET_HIGH, 2)->value, 550 * MIB);     /* raised again from 500 MiB */
         decide(10 * SEC);
-        assert_non_null(find(AP_LIFT_HIGH, 2));
+        assert_non_null(find(PA_LIFT_HIGH, 2));
         /* A first throttle that fails leaves nothing to hold. */
         st.host_stall_ppm = 300000;
         decide(11 * SEC);
-        a = *must(AP_SET_HIGH, 2);
+        a = *must(PA_SET_HIGH, 2);
         alloc_point_forget(&state, &a);
         st.host_stall_ppm = 0;
         decide(20 * SEC);
-        assert_null(find(AP_LIFT_HIGH, 2));
-        assert_null(find(AP_SET_HIGH, 2));
+        assert_null(find(PA_LIFT_HIGH, 2));
+        assert_null(find(PA_SET_HIGH, 2));
 }
 
 /*
@@ -366,13 +366,13 @@ static void test_failed_raise_is_held_and_lifted(void **s) {
  */
 static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
         uint64_t t = 1;
-        const ApAction *a = NULL;
+        const PointAction *a = NULL;
 
         hog_throttled(false);
         for (int i = 0; i < 40 && !a; i++) {
                 st.host_stall_ppm = i % 2 ? 300000 : 0;     /* back every other tick, well within 5 s */
                 decide(++t * SEC);
-                a = find(AP_LIFT_HIGH, 2);
+                a = find(PA_LIFT_HIGH, 2);
         }
         if (!a) {
                 fail_msg("never lifted");
@@ -380,7 +380,7 @@ static void test_flapping_pressure_lifts_a_loose_throttle(void **s) {
         }
         assert_non_null(strstr(a->reason, "twice its usage"));
         decide(++t * SEC);
-        assert_null(find(AP_SET_HIGH, 2));
+        assert_null(find(PA_SET_HIGH, 2));
 }
 
 /* A throttled cgroup missing from one tick's view keeps its throttle: lifted once it is back and calm. */
@@ -390,25 +390,25 @@ static void test_throttle_outlives_a_missing_sample(void **s) {
         st.host_stall_ppm = 0;
         alloc_point_decide(cg, 1, &st, 2 * SEC, &state, &plan);    /* the hog's memory.stat unreadable */
         decide(10 * SEC);
-        assert_non_null(find(AP_LIFT_HIGH, 2));
+        assert_non_null(find(PA_LIFT_HIGH, 2));
 }
 
 /* Decided while observing, under pressure that lasts: written at the first tick the policy enforces. */
 static void test_enforce_applies_the_observed_throttle(void **s) {
-        const ApAction *a;
+        const PointAction *a;
 
         hog_throttled(true);
         decide(2 * SEC);
-        assert_null(find(AP_SET_HIGH, 2));     /* held, as observed */
+        assert_null(find(PA_SET_HIGH, 2));     /* held, as observed */
         hog.mode = POLICY_MODE_ENFORCE;
         decide(3 * SEC);
-        a = must(AP_SET_HIGH, 2);
+        a = must(PA_SET_HIGH, 2);
         assert_false(a->observe);
         assert_int_equal(a->value, 500 * MIB);
         assert_non_null(strstr(a->reason, "its policy enforces now"));
         assert_non_null(strstr(a->lifts_when, "ThrottleHoldTime"));
         decide(4 * SEC);
-        assert_null(find(AP_SET_HIGH, 2));     /* once */
+        assert_null(find(PA_SET_HIGH, 2));     /* once */
 }
 
 /* Decided while observing; the policy enforces once the pressure is gone: nothing is written. */
@@ -418,19 +418,19 @@ static void test_enforce_after_the_pressure_writes_nothing(void **s) {
         hog.mode = POLICY_MODE_ENFORCE;
         for (uint64_t t = 2; t <= 10; t++) {
                 decide(t * SEC);
-                assert_null(find(AP_SET_HIGH, 2));
-                assert_null(find(AP_LIFT_HIGH, 2));
+                assert_null(find(PA_SET_HIGH, 2));
+                assert_null(find(PA_LIFT_HIGH, 2));
         }
 }
 
 static void test_exempt_and_observe(void **s) {
         cg[0].exempt = true;
         decide(1 * SEC);
-        assert_null(find(AP_RECLAIM, 1));
+        assert_null(find(PA_RECLAIM, 1));
         cg[0].exempt = false;
         cold.mode = POLICY_MODE_OBSERVE;
         decide(2 * SEC);
-        assert_true(must(AP_RECLAIM, 1)->observe);
+        assert_true(must(PA_RECLAIM, 1)->observe);
 }
 
 int main(void) {

@@ -19,7 +19,7 @@ static WpCgroup cg[3];
 static WpDevice dev[1];
 static WpSettings st;
 static WritePointState state;
-static WpPlan plan;
+static PointPlan plan;
 
 static int setup(void **s) {
         victim_policy = (Policy) { .name = (char *) "victim", .mode = POLICY_MODE_ENFORCE, .priority = 90, .protect = true };
@@ -47,18 +47,18 @@ static void decide(uint64_t now) {
         write_point_decide(cg, 3, dev, 1, &st, now, &state, &plan);
 }
 
-static const WpAction *find(WpActionKind k, uint64_t id) {
+static const PointAction *find(PointActionKind k, uint64_t id) {
         for (size_t i = 0; i < plan.n; i++)
                 if (plan.actions[i].kind == k && plan.actions[i].cgroup_id == id)
                         return &plan.actions[i];
         return NULL;
 }
 
-static __attribute__((returns_nonnull)) const WpAction *must(WpActionKind k, uint64_t id) {
-        const WpAction *a = find(k, id);
+static __attribute__((returns_nonnull)) const PointAction *must(PointActionKind k, uint64_t id) {
+        const PointAction *a = find(k, id);
 
         if (!a) {
-                fail_msg("no %s action for cgroup %llu", wp_action_to_string(k), (unsigned long long) id);
+                fail_msg("no %s action for cgroup %llu", point_action_to_string(k), (unsigned long long) id);
                 abort();
         }
         return a;
@@ -73,11 +73,11 @@ static void test_nobody_capped_without_stall(void **s) {
 }
 
 static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         cg[0].io_stall_ppm = 350000;
         decide(1 * SEC);
-        a = must(WP_SET_CAP, 2);
+        a = must(PA_SET_CAP, 2);
         /* min(its 20 MiB/s, the device's 16 MiB/s completed) * 3/4 */
         assert_int_equal(a->value, 12 * MIB);
         assert_true(a->previous == UINT64_MAX);
@@ -86,12 +86,12 @@ static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **
         assert_false(a->observe);
         assert_non_null(strstr(a->reason, "/victim.slice/db.service stalls 35.00%"));
         /* The small writer (a twentieth of the heaviest) and the victim itself are left alone. */
-        assert_null(find(WP_SET_CAP, 3));
-        assert_null(find(WP_SET_CAP, 1));
+        assert_null(find(PA_SET_CAP, 3));
+        assert_null(find(PA_SET_CAP, 1));
 
         cg[0].io_stall_ppm = 340000; /* falling, but over the limit */
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 9 * MIB);
         for (int t = 3; t < 20; t++) {
                 cg[0].io_stall_ppm = MAX(cg[0].io_stall_ppm / 5 * 4, 101000u);
                 decide((uint64_t) t * SEC);
@@ -99,7 +99,7 @@ static void test_stall_caps_the_heaviest_writer_then_steps_down_to_floor(void **
         /* Floor: 10% of the 16 MiB/s capacity, but at least 1 MiB/s. */
         assert_int_equal(state.caps[0].wbps, MAX(16 * MIB / 10, MIB));
         decide(21 * SEC);
-        assert_null(find(WP_SET_CAP, 2)); /* at its floor: nothing more to do */
+        assert_null(find(PA_SET_CAP, 2)); /* at its floor: nothing more to do */
 }
 
 static void test_first_cap_bounded_by_capacity(void **s) {
@@ -107,21 +107,21 @@ static void test_first_cap_bounded_by_capacity(void **s) {
         dev[0].write_rate = 24 * MIB;
         cg[0].io_stall_ppm = 800000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
         /* Once the writer ends, its cap rises to nine tenths of what the device sustains. */
-        assert_int_equal(must(WP_SET_CAP, 2)->drain, 16 * MIB / 10 * 9);
+        assert_int_equal(must(PA_SET_CAP, 2)->drain, 16 * MIB / 10 * 9);
 }
 
 static void test_steps_wait_for_the_last_one_to_show(void **s) {
         cg[0].io_stall_ppm = 800000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
         /* A pressure trigger half a second later: too soon for the cap to show. */
         cg[0].io_stall_ppm = 700000;
         decide(1 * SEC + 500000);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 9 * MIB);
 }
 
 static void test_steps_stop_when_the_stall_does_not_fall(void **s) {
@@ -129,13 +129,13 @@ static void test_steps_stop_when_the_stall_does_not_fall(void **s) {
 
         cg[0].io_stall_ppm = 600000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
         /* One step that brings the stall no lower is tried, then the cap holds. */
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 9 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 9 * MIB);
         for (int t = 3; t < 10; t++) {
                 decide((uint64_t) t * SEC);
-                assert_null(find(WP_SET_CAP, 2));
+                assert_null(find(PA_SET_CAP, 2));
         }
         /* Calm, then one bad tick: not a lasting stall. */
         cg[0].io_stall_ppm = 20000;
@@ -143,12 +143,12 @@ static void test_steps_stop_when_the_stall_does_not_fall(void **s) {
                 decide((uint64_t) t * SEC);
         cg[0].io_stall_ppm = 140000;
         decide(14 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         /* After calm (the cap crept up), a new lasting stall: stepping resumes. */
         cg[0].io_stall_ppm = 500000;
         held = state.caps[0].wbps;
         decide(15 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, held / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, held / 4 * 3);
 }
 
 static void test_a_flicker_under_the_limit_is_not_the_end_of_a_stall(void **s) {
@@ -171,7 +171,7 @@ static void test_baseline_is_the_stall_alone(void **s) {
         cg[0].io_stall_ppm = 300000;
         for (int t = 1; t <= 10; t++)
                 decide((uint64_t) t * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         assert_int_equal(write_point_baseline(&state, 1), 300000);
         /* The writer arrives: 35 % is within the 10 % limit on top of the 30 %. */
         writer_dev[0].wbytes_per_sec = 20 * MIB;
@@ -182,7 +182,7 @@ static void test_baseline_is_the_stall_alone(void **s) {
         assert_int_equal(write_point_baseline(&state, 1), 300000); /* not learnt while contended */
         cg[0].io_stall_ppm = 450000;
         decide(12 * SEC);
-        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "stalls 45.00% on io (limit 40.00%, 30.00% of it its own)"));
+        assert_non_null(strstr(must(PA_SET_CAP, 2)->reason, "stalls 45.00% on io (limit 40.00%, 30.00% of it its own)"));
 }
 
 static void test_baseline_learning(void **s) {
@@ -230,14 +230,14 @@ static void test_policy_floor(void **s) {
         writer_policy.write_rate_min = (SizeOrPercent) { .set = true, .bytes = 10 * MIB };
         cg[0].io_stall_ppm = 900000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 10 * MIB);
-        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "at WriteRateMin"));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 10 * MIB);
+        assert_non_null(strstr(must(PA_SET_CAP, 2)->reason, "at WriteRateMin"));
 }
 
 static void test_creep_up_then_lift_after_hold(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
@@ -249,16 +249,16 @@ static void test_creep_up_then_lift_after_hold(void **s) {
         assert_int_equal(plan.n, 0);
         /* Then up by 5 % of the device per tick, to 90 % of it at most. */
         decide(4 * SEC);
-        a = must(WP_SET_CAP, 2);
+        a = must(PA_SET_CAP, 2);
         assert_int_equal(a->value, 13 * MIB); /* 5 % of 16 MiB/s is under the 1 MiB/s minimum step */
         assert_non_null(strstr(a->reason, "under their limit"));
         for (uint64_t t = 5; t < 11; t++)
                 decide(t * SEC);
         assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
-        assert_null(find(WP_LIFT_CAP, 2));
+        assert_null(find(PA_LIFT_CAP, 2));
         /* Lifted once quiet for the whole hold time. */
         decide(11 * SEC);
-        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_non_null(find(PA_LIFT_CAP, 2));
         assert_int_equal(state.n_caps, 0);
 
         /* A stall while creeping steps it down again. */
@@ -269,7 +269,7 @@ static void test_creep_up_then_lift_after_hold(void **s) {
         assert_int_equal(state.caps[0].wbps, 13 * MIB);
         cg[0].io_stall_ppm = 500000;
         decide(25 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 13 * MIB / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 13 * MIB / 4 * 3);
 }
 
 static void test_never_cap_relatives_protected_or_higher_priority(void **s) {
@@ -277,62 +277,62 @@ static void test_never_cap_relatives_protected_or_higher_priority(void **s) {
         cg[1].path = "/victim.slice";
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         cg[1].path = "/batch.slice/writer.service";
         writer_policy.priority = 95;
         decide(2 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         writer_policy.priority = 10;
         cg[1].protect = true;
         decide(3 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
 }
 
 static void test_observe_mode_is_marked(void **s) {
         writer_policy.mode = POLICY_MODE_OBSERVE;
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
-        assert_true(must(WP_SET_CAP, 2)->observe);
+        assert_true(must(PA_SET_CAP, 2)->observe);
 }
 
 /* Observe, then enforce: what was decided while observing is written at the next tick, not at the next step
  * down, nor never if the stall ends before one. */
 static void test_enforce_applies_what_was_observed(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         writer_policy.mode = POLICY_MODE_OBSERVE;
         writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 64 * MIB };
         cg[1].dirty = 80 * MIB;
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
-        assert_true(must(WP_SET_CAP, 2)->observe);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
-        assert_true(must(WP_SET_BUDGET, 2)->observe);
+        assert_true(must(PA_SET_CAP, 2)->observe);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
+        assert_true(must(PA_SET_BUDGET, 2)->observe);
         /* Still observing: nothing asked again. */
         cg[0].io_stall_ppm = 0;
         decide(1 * SEC + 100000);
-        assert_null(find(WP_SET_CAP, 2));
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_CAP, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
 
         writer_policy.mode = POLICY_MODE_ENFORCE;
         decide(1 * SEC + 200000);
-        a = must(WP_SET_CAP, 2);
+        a = must(PA_SET_CAP, 2);
         assert_false(a->observe);
         assert_int_equal(a->value, 12 * MIB);
         assert_true(a->previous == UINT64_MAX);
         assert_int_equal(a->protected_id, 1);
         assert_non_null(strstr(a->reason, "its policy enforces now"));
         assert_non_null(strstr(a->lifts_when, "CapHoldTime"));
-        a = must(WP_SET_BUDGET, 2);
+        a = must(PA_SET_BUDGET, 2);
         assert_false(a->observe);
         assert_int_equal(a->value, state.budgets[0].high);
         assert_non_null(strstr(a->lifts_when, "with its io.max cap"));
         /* Once: the next tick asks for nothing more. */
         decide(1 * SEC + 300000);
-        assert_null(find(WP_SET_CAP, 2));
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_CAP, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
         /* A failed write is forgotten, and decided afresh. */
-        write_point_forget(&state, &(WpAction) { .kind = WP_SET_CAP, .cgroup_id = 2, .major = 8, .minor = 0,
+        write_point_forget(&state, &(PointAction) { .kind = PA_SET_CAP, .cgroup_id = 2, .major = 8, .minor = 0,
                                                  .previous = UINT64_MAX });
         assert_int_equal(state.n_caps, 0);
 }
@@ -344,29 +344,29 @@ static void test_gone_writer_is_lifted(void **s) {
         cg[1].id = 99; /* the capped cgroup is no longer among those with a policy */
         cg[0].io_stall_ppm = 0;
         decide(2 * SEC);
-        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_non_null(find(PA_LIFT_CAP, 2));
         assert_int_equal(state.n_caps, 0);
 }
 
 static void test_dirty_budget_with_hysteresis(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 64 * MIB };
         writer_policy.dirty_background = (SizeOrPercent) { .set = true, .bytes = 32 * MIB };
         cg[1].dirty = 60 * MIB;
         decide(1 * SEC);
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
         cg[1].dirty = 80 * MIB;
         decide(2 * SEC);
-        a = must(WP_SET_BUDGET, 2);
+        a = must(PA_SET_BUDGET, 2);
         /* 20 MiB that is not page cache, plus room for 64 MiB * 100 / 20 of cache. */
         assert_int_equal(a->value, 20 * MIB + 320 * MIB);
         cg[1].dirty = 40 * MIB;       /* under the limit but over the background: kept */
         decide(3 * SEC);
-        assert_null(find(WP_LIFT_BUDGET, 2));
+        assert_null(find(PA_LIFT_BUDGET, 2));
         cg[1].dirty = 20 * MIB;
         decide(4 * SEC);
-        assert_non_null(find(WP_LIFT_BUDGET, 2));
+        assert_non_null(find(PA_LIFT_BUDGET, 2));
         assert_int_equal(state.n_budgets, 0);
 
         /* A budget in percent of the memory limit. */
@@ -374,30 +374,30 @@ static void test_dirty_budget_with_hysteresis(void **s) {
         writer_policy.dirty_background = (SizeOrPercent) {};
         cg[1].dirty = 52 * MIB;       /* 5% of 1 GiB is 51.2 MiB */
         decide(5 * SEC);
-        assert_non_null(find(WP_SET_BUDGET, 2));
+        assert_non_null(find(PA_SET_BUDGET, 2));
 }
 
 /* A percentage that comes to less than the minimum a size may be counts as that minimum. */
 static void test_percentages_never_under_the_minimums(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 1000 };  /* ~1 MiB */
         cg[1].dirty = 6 * MIB;
         decide(1 * SEC);
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
         cg[1].dirty = 9 * MIB;
         decide(2 * SEC);
-        a = must(WP_SET_BUDGET, 2);
+        a = must(PA_SET_BUDGET, 2);
         assert_int_equal(a->value, 20 * MIB + POLICY_DIRTY_LIMIT_MIN * 100 / 20);
         assert_non_null(strstr(a->reason, "over 8388608 bytes"));
         /* Held down to the background minimum, not to the ~0.5 MiB a percentage would give. */
         writer_policy.dirty_background = (SizeOrPercent) { .set = true, .is_percent = true, .ppm = 500 };
         cg[1].dirty = 5 * MIB;
         decide(3 * SEC);
-        assert_null(find(WP_LIFT_BUDGET, 2));
+        assert_null(find(PA_LIFT_BUDGET, 2));
         cg[1].dirty = 3 * MIB;
         decide(4 * SEC);
-        assert_non_null(find(WP_LIFT_BUDGET, 2));
+        assert_non_null(find(PA_LIFT_BUDGET, 2));
 
 }
 
@@ -419,25 +419,25 @@ static void test_global_guard(void **s) {
         st.host_dirty = 900 * MIB;
         cg[1].dirty = 200 * MIB;
         decide(0);
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
         victim_dev[0].wbytes_per_sec = 40000;
         memset(&state, 0, sizeof(state));
         st.host_dirty_threshold = 1000 * MIB;
         st.host_dirty = 790 * MIB;
         cg[1].dirty = 200 * MIB;
         decide(1 * SEC);
-        assert_null(find(WP_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 2));
         st.host_dirty = 810 * MIB;
         decide(2 * SEC);
-        assert_non_null(find(WP_SET_BUDGET, 2));
-        assert_non_null(strstr(must(WP_SET_BUDGET, 2)->reason, "dirty threshold"));
-        assert_null(find(WP_SET_BUDGET, 1)); /* protected: never */
+        assert_non_null(find(PA_SET_BUDGET, 2));
+        assert_non_null(strstr(must(PA_SET_BUDGET, 2)->reason, "dirty threshold"));
+        assert_null(find(PA_SET_BUDGET, 1)); /* protected: never */
         st.host_dirty = 700 * MIB;             /* between the stop and start marks: kept */
         decide(3 * SEC);
-        assert_null(find(WP_LIFT_BUDGET, 2));
+        assert_null(find(PA_LIFT_BUDGET, 2));
         st.host_dirty = 500 * MIB;
         decide(4 * SEC);
-        assert_non_null(find(WP_LIFT_BUDGET, 2));
+        assert_non_null(find(PA_LIFT_BUDGET, 2));
 }
 
 static void test_writeback_only_with_headroom(void **s) {
@@ -445,43 +445,43 @@ static void test_writeback_only_with_headroom(void **s) {
         cg[1].dirty = 100 * MIB;
         dev[0].write_rate = 16 * MIB; /* saturated */
         decide(1 * SEC);
-        assert_null(find(WP_WRITEBACK, 2));
+        assert_null(find(PA_WRITEBACK, 2));
         dev[0].write_rate = 2 * MIB;
         cg[0].io_stall_ppm = 500000;  /* room, but a protected cgroup stalls there */
         decide(2 * SEC);
-        assert_null(find(WP_WRITEBACK, 2));
+        assert_null(find(PA_WRITEBACK, 2));
         cg[0].io_stall_ppm = 0;
         decide(3 * SEC);
-        assert_non_null(find(WP_WRITEBACK, 2));
+        assert_non_null(find(PA_WRITEBACK, 2));
         decide(4 * SEC);
-        assert_null(find(WP_WRITEBACK, 2)); /* one at a time */
+        assert_null(find(PA_WRITEBACK, 2)); /* one at a time */
         write_point_writeback_done(&state, 2);
         decide(5 * SEC);
-        assert_non_null(find(WP_WRITEBACK, 2));
+        assert_non_null(find(PA_WRITEBACK, 2));
 }
 
 static void test_forget_failed_cap(void **s) {
         cg[0].io_stall_ppm = 500000;
         decide(1 * SEC);
-        write_point_forget(&state, find(WP_SET_CAP, 2));
+        write_point_forget(&state, find(PA_SET_CAP, 2));
         assert_int_equal(state.n_caps, 0);
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB); /* tried again from scratch */
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB); /* tried again from scratch */
 }
 
 /* GuardRate=: capped from the first tick the protected cgroup does io, before any stall. */
 static void test_guard_caps_before_a_stall(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
-        a = must(WP_SET_CAP, 2);
+        a = must(PA_SET_CAP, 2);
         assert_int_equal(a->value, 16 * MIB * 7 / 10);
         assert_non_null(strstr(a->reason, "GuardRate"));
         assert_int_equal(a->protected_id, 1);
         /* The small writer, at a twentieth of the heaviest, gets the guard's ceiling too, but no budget. */
-        assert_int_equal(must(WP_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
-        assert_null(find(WP_SET_BUDGET, 3));
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_null(find(PA_SET_BUDGET, 3));
         /* Held there while nothing changes: a guard only sets the first cap. */
         decide(2 * SEC);
         decide(5 * SEC);
@@ -495,7 +495,7 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
         decide(1 * SEC);
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 4 * 3);
         cg[0].io_stall_ppm = 1000;
         /* The capacity estimate drifts up with the bursts a busy device lets through: the
          * creep still stops where the guard began. */
@@ -514,7 +514,7 @@ static void test_guard_steps_down_once_at_most(void **s) {
         st.guard_rate_ppm = 700000;
         cg[0].io_stall_ppm = 900000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level);
         for (uint64_t t = 2; t < 10; t++) {
                 cg[0].io_stall_ppm = (uint32_t) (900000 - t * 1000);
                 decide(t * SEC);
@@ -528,9 +528,9 @@ static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
         assert_int_equal(state.n_caps, 2);
         victim_dev[0].wbytes_per_sec = 0;
         decide(5 * SEC);
-        assert_null(find(WP_LIFT_CAP, 2));
+        assert_null(find(PA_LIFT_CAP, 2));
         decide(11 * SEC);   /* no io for the 10 s hold time */
-        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_non_null(find(PA_LIFT_CAP, 2));
         assert_int_equal(state.n_caps, 0);
         /* The writer alone is not capped again. */
         decide(12 * SEC);
@@ -541,23 +541,23 @@ static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
 /* A capped writer's dirty+writeback is held to a second at its cap (16 MiB at least), resized with the cap,
  * and lifted with it. */
 static void test_cap_holds_the_writers_backlog(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         st.guard_rate_ppm = 700000;
         dev[0].capacity = dev[0].write_rate = 100 * MIB;
         writer_dev[0].wbytes_per_sec = 90 * MIB;
         cg[1].dirty = 200 * MIB;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 70 * MIB);
-        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 70 * MIB);
+        a = must(PA_SET_BUDGET, 2);
         assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB, 20));
         assert_true(a->previous == UINT64_MAX);
         assert_non_null(strstr(a->reason, "a second at the cap"));
         /* A stall steps the cap down: the budget follows. */
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 70 * MIB / 4 * 3);
-        a = must(WP_SET_BUDGET, 2);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 70 * MIB / 4 * 3);
+        a = must(PA_SET_BUDGET, 2);
         assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB / 4 * 3, 20));
         assert_int_equal(a->previous, write_point_budget_high(&cg[1], 70 * MIB, 20));
         /* Quiet for the hold time: cap and budget go together. */
@@ -573,17 +573,17 @@ static void test_cap_holds_the_writers_backlog(void **s) {
 static void test_cap_budget_floor_and_a_tighter_one(void **s) {
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 16 * MIB, 20));
+        assert_int_equal(must(PA_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 16 * MIB, 20));
         setup(s);
         st.guard_rate_ppm = 700000;
         writer_policy.dirty_limit = (SizeOrPercent) { .set = true, .bytes = 8 * MIB };
         cg[1].dirty = 100 * MIB;
         decide(1 * SEC);
         /* DirtyLimit= is tighter than 16 MiB: the one budget set is sized for it. */
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
-        assert_int_equal(must(WP_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 8 * MIB, 20));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 8 * MIB, 20));
         for (size_t i = 0, n = 0; i < plan.n; i++)
-                if (plan.actions[i].kind == WP_SET_BUDGET)
+                if (plan.actions[i].kind == PA_SET_BUDGET)
                         assert_int_equal(++n, 1);
 }
 
@@ -595,7 +595,7 @@ static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
         decide(1 * SEC);
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 4 * 3);
         /* Its fdatasync waits: no bytes done, a stall under its limit. The capacity estimate drifts up. */
         victim_dev[0].wbytes_per_sec = 0;
         cg[0].io_stall_ppm = 60000;
@@ -619,8 +619,8 @@ static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
         cg[1].n_devices = 0;
         cg[1].dirty = 64 * MIB;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
-        assert_int_equal(must(WP_SET_CAP, 2)->major, 8);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->major, 8);
 }
 
 /* A fresh daemon that has never seen the device saturated has nothing to size a guard from. */
@@ -634,9 +634,9 @@ static void test_guard_without_capacity(void **s) {
          * floor (a tenth of the writer's 20 MiB/s while the capacity is not known). */
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 2 * MIB);
-        assert_int_equal(must(WP_SET_CAP, 2)->drain, 0);       /* no rate known to drain at: lifted */
-        assert_null(strstr(must(WP_SET_CAP, 2)->reason, "GuardRate"));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 2 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->drain, 0);       /* no rate known to drain at: lifted */
+        assert_null(strstr(must(PA_SET_CAP, 2)->reason, "GuardRate"));
         setup(s);
         st.guard_rate_ppm = 700000;
         dev[0].capacity = 0;
@@ -644,7 +644,7 @@ static void test_guard_without_capacity(void **s) {
         /* Once the writer has saturated it, the guard begins. */
         dev[0].capacity = 16 * MIB;
         decide(3 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
 }
 
 /* Writers that do not write yet (or only a trickle) get the guard's cap before their first burst, and
@@ -655,20 +655,20 @@ static void test_guard_stands_before_the_first_write(void **s) {
         other_dev[0].wbytes_per_sec = 0;
         cg[1].dirty = 0;
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
-        assert_int_equal(must(WP_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
-        assert_null(find(WP_SET_BUDGET, 2));
-        assert_null(find(WP_SET_BUDGET, 3));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_null(find(PA_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 3));
         writer_dev[0].wbytes_per_sec = 12 * MIB;
         decide(2 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
-        assert_non_null(find(WP_SET_BUDGET, 2));
-        assert_null(find(WP_SET_BUDGET, 3));
+        assert_null(find(PA_SET_CAP, 2));
+        assert_non_null(find(PA_SET_BUDGET, 2));
+        assert_null(find(PA_SET_BUDGET, 3));
         /* Not a protected cgroup's relative, nor a more important one. */
         other_policy.priority = 95;
         memset(&state, 0, sizeof(state));
         decide(3 * SEC);
-        assert_null(find(WP_SET_CAP, 3));
+        assert_null(find(PA_SET_CAP, 3));
 }
 
 /* IOLatencyTarget=: the victim's io wait per request over the tick (stall time over requests). */
@@ -687,21 +687,21 @@ static void test_latency_cuts_the_cap_in_proportion(void **s) {
         cg[0].io_latency_target_usec = 10000;
         victim_waits(250000, 50);       /* 5 ms a request */
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level);
         victim_waits(150000, 10);       /* 15 ms: smoothed (5 + 15) / 2 = 10 ms, at the target */
         decide(1 * SEC + SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         victim_waits(140000, 10);       /* 14 ms: smoothed 12 ms */
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * (10000 * 1000 / 12000));
-        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "IOLatencyTarget"));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 1000 * (10000 * 1000 / 12000));
+        assert_non_null(strstr(must(PA_SET_CAP, 2)->reason, "IOLatencyTarget"));
         /* Too soon for another cut. */
         victim_waits(400000, 4);
         decide(2 * SEC + SEC / 4);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         /* Far over: half at most. */
         decide(3 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 833 / 1000 * 500);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 1000 * 833 / 1000 * 500);
         /* Back under: raised again, but an eighth under where it was last cut from, a limit
          * that climbs back to that cap in WP_KNEE_RETURN_SEC and on past it at that pace. */
         victim_waits(10000, 50);        /* 0.2 ms: smoothed down within a few ticks */
@@ -732,11 +732,11 @@ static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
         decide(1 * SEC);
         victim_waits(400000, 4);        /* 100 ms a request */
         decide(1 * SEC + SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level / 1000 * 500);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 1000 * 500);
         victim_waits(50000, 50);        /* 1 ms: the smoothed figure is still about 50 */
         decide(2 * SEC);
         decide(2 * SEC + SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         assert_int_equal(state.caps[0].wbps, level / 1000 * 500);
 }
 
@@ -750,37 +750,37 @@ static void test_latency_holds_while_the_queue_before_a_cut_drains(void **s) {
         cg[0].io_latency_target_usec = 10000;
         victim_waits(160000, 10);       /* 16 ms */
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level);
         /* 16 ms again: the guard's cap was no cut, so half a second on this one comes. */
         decide(1 * SEC + SEC / 2);
-        cut = must(WP_SET_CAP, 2)->value;
+        cut = must(PA_SET_CAP, 2)->value;
         assert_int_equal(cut, level / 1000 * (10000 * 1000 / 16000));
         /* 16 ms again: level with the cut's: held. */
         decide(2 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         /* 20 ms: grown since the cut, cut again by the lower figure (smoothed 18). */
         victim_waits(200000, 10);
         decide(2 * SEC + SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 18000));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 18000));
         cut = state.caps[0].wbps;
         /* Down to 1 ms: smoothed 9.5, held; then 5.25, under three quarters of the target: raised. */
         victim_waits(50000, 50);
         decide(3 * SEC);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(3 * SEC + SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut + MIB);     /* a twentieth of the device, a MiB at least */
+        assert_int_equal(must(PA_SET_CAP, 2)->value, cut + MIB);     /* a twentieth of the device, a MiB at least */
         cut = state.caps[0].wbps;
         /* 16 ms half a second after the raise: under the 20 of the last cut, but a raise came since. */
         victim_waits(160000, 10);
         decide(4 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 10625));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 10625));
         cut = state.caps[0].wbps;
         /* Held while the latency stays at 16 ms, and the smoothed figure climbs on to 13.3; a second
          * after that cut, still over: cut by the smoothed 14.66 ms. */
         decide(4 * SEC + SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(5 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14656));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 14656));
 }
 
 /* The figure held against is the tick's own: a tick that rises past the cut's counts as grown even
@@ -794,10 +794,10 @@ static void test_latency_hold_compares_the_tick_not_the_smoothed_figure(void **s
         decide(1 * SEC);
         victim_waits(160000, 10);       /* 16 ms, smoothed 12: cut, the tick's 16 recorded */
         decide(1 * SEC + SEC / 2);
-        cut = must(WP_SET_CAP, 2)->value;
+        cut = must(PA_SET_CAP, 2)->value;
         victim_waits(200000, 10);       /* 20 ms, smoothed 16: the lower, 16, is level with the cut's */
         decide(2 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 16000));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, cut / 1000 * (10000 * 1000 / 16000));
 }
 
 /* The latency a cut answered is its protected cgroup's: another one over its own target, half a second
@@ -806,7 +806,7 @@ static void test_latency_hold_is_for_the_same_protected_cgroup(void **s) {
         cg[0].io_latency_target_usec = 10000;
         victim_waits(400000, 10);       /* 40 ms */
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB);
         assert_int_equal(state.caps[0].protected_id, 1);
         victim_waits(10000, 50);        /* 0.2 ms: the first is under its target now */
         cg[2] = (WpCgroup) { .id = 3, .path = "/victim.slice/cache.service", .policy = &victim_policy,
@@ -815,7 +815,7 @@ static void test_latency_hold_is_for_the_same_protected_cgroup(void **s) {
                              .devices = other_dev, .n_devices = 1 };
         other_dev[0].ios = 10;          /* 5 ms, over its 2 ms */
         decide(1 * SEC + SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 12 * MIB / 1000 * 500);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 12 * MIB / 1000 * 500);
         assert_int_equal(state.caps[0].protected_id, 3);
 }
 
@@ -828,7 +828,7 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         cg[0].io_latency_target_usec = 10000;
         victim_waits(100000, 50);       /* 2 ms: under half the target */
         decide(t);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level);
         /* The small writer's standing cap, which it does not reach, is not raised. */
         for (int i = 0; i < 12; i++)
                 decide(t + (uint64_t) i * SEC / 2);
@@ -839,20 +839,20 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         /* The writer has used its cap for half a second only: the latency says nothing yet of the
          * queue it will fill, and the cap is held. */
         decide(t += SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(t += SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, level + 16 * MIB / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level + 16 * MIB / 10);
         /* A pause of the writer starts the wait again: a second of its cap after it comes back. */
         writer_dev[0].wbytes_per_sec = 0;
         decide(t += SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         writer_dev[0].wbytes_per_sec = 20 * MIB;
         decide(t += SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(t += SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         decide(t += SEC / 2);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, MIN(must(WP_SET_CAP, 2)->previous + 16 * MIB / 10, 16 * MIB / 10 * 9));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, MIN(must(PA_SET_CAP, 2)->previous + 16 * MIB / 10, 16 * MIB / 10 * 9));
         for (int i = 0; i < 6; i++)
                 decide(t += SEC / 2);
         /* Nine tenths of the device at most: without a shallow queue the rest fills it within a tick. */
@@ -863,7 +863,7 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         decide(t += SEC / 2);
         decide(t += SEC / 2);
         decide(t += SEC / 2);
-        assert_null(find(WP_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 2));
         assert_int_equal(state.caps[0].wbps, 16 * MIB / 10 * 9);
         /* With ManageQueueDepth= the whole device. */
         st.manage_queue_depth = true;
@@ -879,9 +879,9 @@ static void test_latency_raises_the_cap_past_the_guard(void **s) {
         victim_waits(0, 0);
         victim_dev[0].wbytes_per_sec = 0;
         decide(t += 5 * SEC);
-        assert_null(find(WP_LIFT_CAP, 2));
+        assert_null(find(PA_LIFT_CAP, 2));
         decide(t += 6 * SEC);
-        assert_non_null(find(WP_LIFT_CAP, 2));
+        assert_non_null(find(PA_LIFT_CAP, 2));
 }
 
 /* A request stuck behind the queue completes nothing: the tick's whole wait is its latency. Without a
@@ -890,8 +890,8 @@ static void test_latency_of_a_request_that_completes_nothing(void **s) {
         cg[0].io_latency_target_usec = 20000;
         victim_waits(400000, 0);
         decide(1 * SEC);
-        assert_int_equal(must(WP_SET_CAP, 2)->value, 16 * MIB / 4 * 3);
-        assert_non_null(strstr(must(WP_SET_CAP, 2)->reason, "waits 400.0 ms per request"));
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB / 4 * 3);
+        assert_non_null(strstr(must(PA_SET_CAP, 2)->reason, "waits 400.0 ms per request"));
 }
 
 /* A tick without io nor wait says nothing: a cap holds, however high the last latency was; and the
@@ -908,7 +908,7 @@ static void test_latency_without_a_sample_holds(void **s) {
         victim_waits(0, 0);
         for (uint64_t t = 4; t < 8; t++) {
                 decide(t * SEC);
-                assert_null(find(WP_SET_CAP, 2));
+                assert_null(find(PA_SET_CAP, 2));
         }
 }
 
@@ -931,7 +931,7 @@ static void test_standing_caps_leave_room_for_writers(void **s) {
         assert_true(state.n_caps <= WP_CAPS_MAX / 2 + 1);
         for (size_t i = 0; i < state.n_caps; i++)
                 assert_true(state.caps[i].cgroup_id == 2 || state.caps[i].cgroup_id % 2 == 1);
-        assert_non_null(find(WP_SET_CAP, 2));
+        assert_non_null(find(PA_SET_CAP, 2));
 }
 
 /* A standing guard on a cgroup that does not write is no contention: the victim's baseline is learnt
@@ -971,6 +971,31 @@ static void test_latency_raise_under_the_knee_on_a_fast_device(void **s) {
         assert_true(state.caps[0].wbps > 10 * MIB);
 }
 
+/* The one vocabulary of both points: the names events and metrics carry, each kind's place among its own
+ * point's (the metrics count by it), and the kinds that lift. */
+static void test_action_kinds(void **s) {
+        static const char *const write_kinds[] = { "cap-writes", "lift-cap", "dirty-budget", "lift-dirty-budget",
+                                                   "writeback", "shallow-queue", "restore-queue" };
+        static const char *const alloc_kinds[] = { "reclaim", "throttle-allocations", "lift-allocation-throttle" };
+        unsigned lifts = 0;
+
+        for (unsigned i = 0; i < ELEMENTSOF(write_kinds); i++) {
+                assert_string_equal(point_action_to_string(PA_SET_CAP + i), write_kinds[i]);
+                assert_int_equal(point_action_index(PA_SET_CAP + i), i);
+        }
+        for (unsigned i = 0; i < ELEMENTSOF(alloc_kinds); i++) {
+                assert_string_equal(point_action_to_string(PA_RECLAIM + i), alloc_kinds[i]);
+                assert_int_equal(point_action_index(PA_RECLAIM + i), i);
+        }
+        assert_int_equal(ELEMENTSOF(write_kinds) + ELEMENTSOF(alloc_kinds), _PA_KIND_MAX);
+        assert_null(point_action_to_string(_PA_KIND_MAX));
+        for (unsigned k = 0; k < _PA_KIND_MAX; k++)
+                lifts += point_action_lifts(k);
+        assert_int_equal(lifts, 4);
+        assert_true(point_action_lifts(PA_LIFT_CAP) && point_action_lifts(PA_LIFT_BUDGET) &&
+                    point_action_lifts(PA_LIFT_QUEUE) && point_action_lifts(PA_LIFT_HIGH));
+}
+
 static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/a/b", "/a"));
         assert_true(cgroup_path_is_below("/a", "/a"));
@@ -978,18 +1003,18 @@ static void test_paths(void **s) {
         assert_true(cgroup_path_is_below("/x", "/"));
 }
 
-static const WpAction *find_queue(WpActionKind k) {
+static const PointAction *find_queue(PointActionKind k) {
         for (size_t i = 0; i < plan.n; i++)
                 if (plan.actions[i].kind == k)
                         return &plan.actions[i];
         return NULL;
 }
 
-static __attribute__((returns_nonnull)) const WpAction *must_queue(WpActionKind k) {
-        const WpAction *a = find_queue(k);
+static __attribute__((returns_nonnull)) const PointAction *must_queue(PointActionKind k) {
+        const PointAction *a = find_queue(k);
 
         if (!a) {
-                fail_msg("no %s action", wp_action_to_string(k));
+                fail_msg("no %s action", point_action_to_string(k));
                 abort();
         }
         return a;
@@ -997,14 +1022,14 @@ static __attribute__((returns_nonnull)) const WpAction *must_queue(WpActionKind 
 
 /* ManageQueueDepth=: shallow from the first tick the protected cgroup does io, restored after the hold time. */
 static void test_queue_shallow_while_protected_is_active(void **s) {
-        const WpAction *a;
+        const PointAction *a;
 
         decide(1 * SEC);
-        assert_null(find_queue(WP_SET_QUEUE));  /* off by default */
+        assert_null(find_queue(PA_SET_QUEUE));  /* off by default */
 
         st.manage_queue_depth = true;
         decide(2 * SEC);
-        a = must_queue(WP_SET_QUEUE);
+        a = must_queue(PA_SET_QUEUE);
         assert_int_equal(a->major, 8);
         assert_int_equal(a->minor, 0);
         assert_int_equal(a->value, WP_QUEUE_NR_REQUESTS);
@@ -1015,17 +1040,17 @@ static void test_queue_shallow_while_protected_is_active(void **s) {
         assert_non_null(strstr(a->lifts_when, "CapHoldTime"));
         /* Asked for once, held while the victim is active, or waits on io without completing any. */
         decide(3 * SEC);
-        assert_null(find_queue(WP_SET_QUEUE));
+        assert_null(find_queue(PA_SET_QUEUE));
         victim_dev[0].wbytes_per_sec = 0;
         cg[0].io_stall_ppm = 900000;
         decide(12 * SEC);
-        assert_null(find_queue(WP_LIFT_QUEUE));
+        assert_null(find_queue(PA_LIFT_QUEUE));
         /* Idle for the hold time: restored. */
         cg[0].io_stall_ppm = 0;
         decide(20 * SEC);
-        assert_null(find_queue(WP_LIFT_QUEUE));
+        assert_null(find_queue(PA_LIFT_QUEUE));
         decide(22 * SEC);
-        a = must_queue(WP_LIFT_QUEUE);
+        a = must_queue(PA_LIFT_QUEUE);
         assert_int_equal(a->major, 8);
         assert_false(a->observe);
         assert_int_equal(state.n_queues, 0);
@@ -1040,32 +1065,32 @@ static void test_queue_untouched_without_protected_io(void **s) {
         for (uint64_t t = 1; t < 5; t++)
                 decide(t * SEC);
         assert_int_equal(state.n_queues, 0);
-        assert_null(find_queue(WP_SET_QUEUE));
+        assert_null(find_queue(PA_SET_QUEUE));
 }
 
 /* Turned off while in force: restored at once. A failed set is asked again; observe only logs. */
 static void test_queue_off_forget_and_observe(void **s) {
         st.manage_queue_depth = true;
         decide(1 * SEC);
-        write_point_forget(&state, must_queue(WP_SET_QUEUE));
+        write_point_forget(&state, must_queue(PA_SET_QUEUE));
         assert_int_equal(state.n_queues, 0);
         decide(2 * SEC);
-        assert_non_null(find_queue(WP_SET_QUEUE));
+        assert_non_null(find_queue(PA_SET_QUEUE));
         st.manage_queue_depth = false;
         decide(3 * SEC);
-        assert_non_null(find_queue(WP_LIFT_QUEUE));
-        assert_non_null(strstr(must_queue(WP_LIFT_QUEUE)->reason, "ManageQueueDepth is off"));
+        assert_non_null(find_queue(PA_LIFT_QUEUE));
+        assert_non_null(strstr(must_queue(PA_LIFT_QUEUE)->reason, "ManageQueueDepth is off"));
 
         st.manage_queue_depth = true;
         victim_policy.mode = POLICY_MODE_OBSERVE;
         decide(4 * SEC);
-        assert_true(must_queue(WP_SET_QUEUE)->observe);
+        assert_true(must_queue(PA_SET_QUEUE)->observe);
         decide(5 * SEC);
-        assert_null(find_queue(WP_SET_QUEUE));
+        assert_null(find_queue(PA_SET_QUEUE));
         /* Enforcing now: asked for in earnest. */
         victim_policy.mode = POLICY_MODE_ENFORCE;
         decide(6 * SEC);
-        assert_false(must_queue(WP_SET_QUEUE)->observe);
+        assert_false(must_queue(PA_SET_QUEUE)->observe);
 }
 
 int main(void) {
@@ -1114,6 +1139,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_standing_caps_leave_room_for_writers, setup),
                 cmocka_unit_test_setup(test_baseline_learnt_beside_a_standing_guard, setup),
                 cmocka_unit_test_setup(test_latency_raise_under_the_knee_on_a_fast_device, setup),
+                cmocka_unit_test_setup(test_action_kinds, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
