@@ -41,20 +41,6 @@ typedef struct PointCounters {
 /* Counts an action whose execution returned r >= 0 (a lift: 1 if a throttle was held, 0 if not). */
 void point_counters_count(PointCounters *c, unsigned kind, bool lift, bool observe, int r);
 
-/*
- * The names serving/metrics.c still walks each point's counters by, from
- * place 0 of each (the points had a kind enum each): they go once it walks
- * them with point_action_index() and point_action_to_string().
- */
-typedef PointActionKind WpActionKind;
-#define WP_WRITEBACK PA_WRITEBACK
-#define wp_action_to_string point_action_to_string
-typedef unsigned ApActionKind;
-#define AP_LIFT_HIGH (PA_LIFT_HIGH - PA_RECLAIM)
-static inline const char *ap_action_to_string(ApActionKind place) {
-        return point_action_to_string((PointActionKind) (PA_RECLAIM + place));
-}
-
 /* ---- the write point (runner-write.c) ---- */
 
 typedef struct WriteRunner {

@@ -228,23 +228,26 @@ static const OmFamily actions_family = {
         "was held), or only logged (mode observe)",
 };
 
-static void put_action(FILE *f, ThrottlePoint p, const char *action, const PointCounters *c, unsigned kind) {
+static void put_action(FILE *f, ThrottlePoint p, PointActionKind kind, const PointCounters *c) {
+        unsigned place = point_action_index(kind);
         OmLabel labels[] = {
-                { "point", throttle_point_to_string(p) }, { "action", action }, { "mode", "enforce" },
+                { "point", throttle_point_to_string(p) }, { "action", point_action_to_string(kind) },
+                { "mode", "enforce" },
         };
 
-        om_sample(f, &actions_family, labels, ELEMENTSOF(labels), c->done[kind]);
+        om_sample(f, &actions_family, labels, ELEMENTSOF(labels), c->done[place]);
         labels[2].value = "observe";
-        om_sample(f, &actions_family, labels, ELEMENTSOF(labels), c->observed[kind]);
+        om_sample(f, &actions_family, labels, ELEMENTSOF(labels), c->observed[place]);
 }
 
+/* The write point's kinds up to its writeback (its queue settings are not counted here), then the
+ * allocation point's. */
 static void put_points(FILE *f, Manager *m) {
         om_family(f, &actions_family);
-        for (unsigned k = 0; k <= WP_WRITEBACK; k++)
-                put_action(f, POINT_WRITE, wp_action_to_string((WpActionKind) k), &m->write_runner.counters, k);
-        for (unsigned k = 0; k <= AP_LIFT_HIGH; k++)
-                put_action(f, POINT_ALLOCATION, ap_action_to_string((ApActionKind) k), &m->alloc_runner.counters,
-                           k);
+        for (PointActionKind k = PA_SET_CAP; k <= PA_WRITEBACK; k++)
+                put_action(f, POINT_WRITE, k, &m->write_runner.counters);
+        for (PointActionKind k = PA_RECLAIM; k <= PA_LIFT_HIGH; k++)
+                put_action(f, POINT_ALLOCATION, k, &m->alloc_runner.counters);
 }
 
 /* A family of one sample without labels. */
