@@ -123,6 +123,14 @@ static void print_mode(const Value *outcome) {
                        is_default ? "; Mode=enforce makes it act" : "");
         else
                 printf("Mode: %s: the daemon neither decides nor acts for its cgroups.\n", mode);
+        /* What the mode means for the write point, which is what a user setting Protect= or a writer's
+         * priority expects to see happen. */
+        if (value_is_true(outcome, "protect") && !streq(mode, "off"))
+                printf("Protected: the writers beside it are capped for it in their own mode (a cgroup under "
+                       "no policy: enforce), whatever this policy's mode is.\n");
+        else if (!value_is_true(outcome, "protect") && streq(mode, "observe") && value_is_true(outcome, "cap_writes"))
+                printf("Write caps for a protected cgroup are only logged for its cgroups while it observes "
+                       "(one under no policy is capped).\n");
 }
 
 static void print_list(FILE *f, const Value *v, uint64_t total) {

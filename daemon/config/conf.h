@@ -90,6 +90,7 @@ typedef struct DaemonSettings {
         uint32_t guard_rate_ppm;                /* writers beside an active protected cgroup, share of
                                                  * the device; 0: capped only once it stalls */
         bool manage_queue_depth;                /* a shallow device queue while a protected cgroup is active */
+        bool cap_writers_without_policy;        /* cgroups under no policy are capped for protected ones too */
         uint64_t io_latency_target_usec;        /* default of a policy's IOLatencyTarget=; 0: unset,
                                                  * POLICY_LATENCY_OFF: off (the stall share rules) */
         uint64_t fs_latency_target_usec[_FS_TYPE_MAX]; /* where both of those are unset and the queue is

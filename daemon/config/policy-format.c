@@ -91,6 +91,8 @@ int policy_format_value(const Policy *p, const char *key, char buf[static POLICY
                 format_size_exact(buf, p->reclaim_step_max);
         else if (streq(key, "CacheFloor"))
                 format_size_exact(buf, p->cache_floor);
+        else if (streq(key, "CapWrites"))
+                snprintf(buf, POLICY_VALUE_MAX, "%s", p->cap_writes ? "yes" : "no");
         else if (streq(key, "AllocationThrottle"))
                 snprintf(buf, POLICY_VALUE_MAX, "%s", p->allocation_throttle ? "yes" : "no");
         else if (streq(key, "IOPressureLimit"))

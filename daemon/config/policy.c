@@ -34,6 +34,7 @@ Policy *policy_new(const char *name, const char *file) {
                 return policy_free(p);
         p->mode = POLICY_MODE_OBSERVE;
         p->priority = POLICY_PRIORITY_DEFAULT;
+        p->cap_writes = true;
         p->metadata_cache_max = UINT64_MAX;
         p->reclaim_step_max = UINT64_C(16) << 20;
         return p;

@@ -55,6 +55,7 @@ typedef struct Policy {
         unsigned mode_line;     /* the line of Mode=; 0: not given, the default */
         unsigned priority;      /* 0..100, higher is more important */
         bool protect;
+        bool cap_writes;        /* the write point may cap its cgroups for a protected one (CapWrites=) */
 
         /* Write point: budgets on file_dirty + file_writeback. */
         SizeOrPercent dirty_background;

@@ -261,6 +261,8 @@ int api_append_policy_outcome(sd_bus_message *r, const Manager *m, const char *n
                 nearest_units(m->observer, p, &near);
         if ((k = bus_dict_str(r, "mode", policy_mode_to_string(p->mode))) < 0 ||
             (k = sd_bus_message_append(r, "{sv}", "mode_default", "b", (int) (p->mode_line == 0))) < 0 ||
+            (k = sd_bus_message_append(r, "{sv}", "protect", "b", (int) p->protect)) < 0 ||
+            (k = sd_bus_message_append(r, "{sv}", "cap_writes", "b", (int) p->cap_writes)) < 0 ||
             (k = bus_dict_u64(r, "cgroups", n)) < 0 ||
             (k = bus_dict_namev(r, "cgroup_paths", paths, MIN(n, ELEMENTSOF(paths)))) < 0)
                 return k;
