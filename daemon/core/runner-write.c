@@ -54,35 +54,136 @@ uint64_t write_latency_target(const Policy *p, const DaemonSettings *d, const Me
         return best;
 }
 
-static size_t gather(const PointContext *ctx, WpCgroup *out, size_t max) {
+/* One cgroup as the write point sees it, under policy p. */
+static WpCgroup wp_cgroup_of(const PointContext *ctx, const CgEntry *e, const CgroupSample *s, const Policy *p,
+                             uint64_t host_mem) {
+        const Observer *o = ctx->observer;
+        size_t n_devices = e->signals.valid ? e->signals.n_devices : 0;
+
+        return (WpCgroup) {
+                .id = e->cg->id, .path = e->cg->path, .policy = p, .protect = p->protect,
+                /* A protected cgroup's devices are guarded while it runs: cgroup.events, through a kept fd. */
+                .running = p->protect && cgroup_populated(e->cg) > 0,
+                .io_limit_ppm = p->io_pressure_limit_ppm ?: ctx->config->daemon.io_pressure_limit_ppm,
+                .have_io_stall = e->signals.valid && e->signals.have_io_stall,
+                .io_stall_ppm = e->signals.io_stall.some_ppm,
+                .io_stall_usec = e->signals.io_stall.some_usec,
+                .io_latency_target_usec = write_latency_target(p, &ctx->config->daemon, &o->metadata,
+                                                               e->signals.devices, n_devices, NULL),
+                .have_memory = (s->have & SAMPLE_MEMORY_CURRENT) && (s->have & SAMPLE_MEMORY_STAT),
+                .memory_current = s->memory_current,
+                .file = sample_stat(s, STAT_FILE),
+                .dirty = sample_dirty_bytes(s),
+                .memory_limit = memory_limit(e, host_mem),
+                .devices = e->signals.devices, .n_devices = n_devices,
+        };
+}
+
+/*
+ * What a cgroup under no policy is held to (CapWritersWithoutPolicy=): a
+ * policy of the default priority that enforces, and sets nothing else. It
+ * may be capped for a protected cgroup of that priority or higher, and its
+ * capped backlog is bounded like any capped writer's.
+ */
+static const Policy writer_without_policy = {
+        .name = (char *) "(no policy)", .file = (char *) "", .mode = POLICY_MODE_ENFORCE,
+        .priority = POLICY_PRIORITY_DEFAULT, .cap_writes = true, .metadata_cache_max = UINT64_MAX,
+};
+
+static bool capped_by_point(const WritePointState *state, uint64_t id) {
+        for (size_t i = 0; i < state->n_caps; i++)
+                if (state->caps[i].cgroup_id == id)
+                        return true;
+        return false;
+}
+
+/* A cgroup under no policy that writes (more than a trickle to a device, or dirty data piling up), or
+ * that the point holds a cap on: it stays in view until the point lifts it. Never the root (no
+ * io.max there). */
+static bool unmanaged_writer(const CgEntry *e, const CgroupSample *s, const WritePointState *state) {
+        if (e->policy || e->gone || !s || !e->signals.valid || streq(e->cg->path, "/"))
+                return false;
+        return e->signals.write_rate >= WP_WRITING_RATE_MIN || sample_dirty_bytes(s) >= WP_GUARD_DIRTY_MIN ||
+               capped_by_point(state, e->cg->id);
+}
+
+/* out[first..*n] without the cgroups that are an ancestor of another one there: io.stat counts a
+ * cgroup's descendants' io, so a slice "writes" what the service in it writes, and the service is
+ * the one to cap. */
+static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
+        for (size_t i = first; i < *n;) {
+                bool above = false;
+
+                for (size_t j = first; j < *n && !above; j++)
+                        above = j != i && cgroup_path_is_below(out[j].path, out[i].path);
+                if (above)
+                        out[i] = out[--*n];
+                else
+                        i++;
+        }
+}
+
+/*
+ * A device written to by someone the point does not see: what it completes
+ * beyond what the cgroups in view write there, a quarter of its capacity or
+ * more (4 MiB/s before that is known; the journal a protected cgroup's own
+ * fsyncs make a kernel thread write stays under it). A writer under no
+ * policy is a cold cgroup until its turn comes, up to ColdInterval= later:
+ * every cold cgroup is sampled at once instead, at most once per cold
+ * interval, and only while a protected cgroup is in view.
+ */
+static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
+        Observer *o = ctx->observer;
+
+        if (w->swept_usec && now - w->swept_usec < ctx->config->daemon.cold_interval_usec)
+                return;
+        for (size_t i = 0; i < o->devices.n; i++) {
+                const DevStat *d = &o->devices.dev[i];
+                uint64_t seen = 0, unexplained = MAX(d->capacity / 4, UINT64_C(4) << 20);
+
+                for (size_t k = 0; k < n; k++)
+                        for (size_t j = 0; j < cg[k].n_devices; j++)
+                                if (cg[k].devices[j].major == d->major && cg[k].devices[j].minor == d->minor)
+                                        seen += cg[k].devices[j].wbytes_per_sec;
+                if (d->write_rate > seen && d->write_rate - seen >= unexplained) {
+                        log_debug("%" PRIu32 ":%" PRIu32 " completes %" PRIu64 " B/s, the cgroups in view write %"
+                                  PRIu64 ": every cgroup sampled for the writer", d->major, d->minor,
+                                  d->write_rate, seen);
+                        observer_warm_all(o);
+                        w->swept_usec = now;
+                        return;
+                }
+        }
+}
+
+static size_t gather(const PointContext *ctx, const WritePointState *state, WpCgroup *out, size_t max) {
         const Observer *o = ctx->observer;
         uint64_t host_mem = system_meminfo(observer_system_sample(o), MEMINFO_MEM_TOTAL, 0);
-        size_t n = 0;
+        size_t n = 0, governed;
+        bool protecting = false;
 
         for (size_t i = 0; i < o->cgroups.n && n < max; i++) {
                 const CgEntry *e = &o->cgroups.entries[i];
                 const CgroupSample *s = runner_governed_sample(e);
-                const Policy *p = e->policy;
-                size_t n_devices = e->signals.valid ? e->signals.n_devices : 0;
 
                 if (!s)
                         continue;
-                out[n++] = (WpCgroup) {
-                        .id = e->cg->id, .path = e->cg->path, .policy = p, .protect = p->protect,
-                        .io_limit_ppm = p->io_pressure_limit_ppm ?: ctx->config->daemon.io_pressure_limit_ppm,
-                        .have_io_stall = e->signals.valid && e->signals.have_io_stall,
-                        .io_stall_ppm = e->signals.io_stall.some_ppm,
-                        .io_stall_usec = e->signals.io_stall.some_usec,
-                        .io_latency_target_usec = write_latency_target(p, &ctx->config->daemon, &o->metadata,
-                                                                       e->signals.devices, n_devices, NULL),
-                        .have_memory = (s->have & SAMPLE_MEMORY_CURRENT) && (s->have & SAMPLE_MEMORY_STAT),
-                        .memory_current = s->memory_current,
-                        .file = sample_stat(s, STAT_FILE),
-                        .dirty = sample_dirty_bytes(s),
-                        .memory_limit = memory_limit(e, host_mem),
-                        .devices = e->signals.devices, .n_devices = n_devices,
-                };
+                out[n] = wp_cgroup_of(ctx, e, s, e->policy, host_mem);
+                protecting |= out[n++].protect;
         }
+        if (!protecting || !ctx->config->daemon.cap_writers_without_policy)
+                return n;
+        governed = n;
+        for (size_t i = 0; i < o->cgroups.n && n < max && n - governed < WP_UNMANAGED_WRITERS_MAX; i++) {
+                const CgEntry *e = &o->cgroups.entries[i];
+                const CgroupSample *s = cg_entry_sample(e);
+
+                if (unmanaged_writer(e, s, state)) {
+                        out[n] = wp_cgroup_of(ctx, e, s, &writer_without_policy, host_mem);
+                        out[n++].implicit = true;
+                }
+        }
+        keep_deepest(out, governed, &n);
         return n;
 }
 
@@ -200,7 +301,13 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
                 .host_dirty_threshold = o->system_signals.dirty_threshold_bytes,
                 .manage_queue_depth = d->manage_queue_depth,
         };
-        size_t n = gather(ctx, cgroups, ELEMENTSOF(cgroups)), nd = 0;
+        size_t n = gather(ctx, &w->state, cgroups, ELEMENTSOF(cgroups)), nd = 0;
+        bool protecting = false;
+
+        for (size_t i = 0; i < n && !protecting; i++)
+                protecting = cgroups[i].protect;
+        if (protecting && d->cap_writers_without_policy)
+                sweep_for_writers(w, ctx, cgroups, n, now);
 
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *dv = &o->devices.dev[i];

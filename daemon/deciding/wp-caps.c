@@ -22,7 +22,7 @@ static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate,
 /* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
  * (wp_relax_caps). */
 void wp_cap_lifts_when(PointAction *a, const WpCgroup *victim, bool guarding) {
-        const char *what = guarding ? "stalled or done io there" : "stalled";
+        const char *what = guarding ? "run, stalled or done io there" : "stalled";
 
         if (victim)
                 snprintf(a->lifts_when, sizeof(a->lifts_when),
@@ -169,12 +169,32 @@ static WpCap *cap_entry(WritePointState *state, WpCap *cap, const WpCgroup *w, c
         return cap;
 }
 
+/* Whether protected cgroup c is active on device r this tick: io there, or a wait on io (a cgroup
+ * blocked in an fdatasync behind a writer completes nothing for seconds, and is the one the guard
+ * is for). */
+static bool guard_active(const WpCgroup *c, const DeviceRate *r) {
+        return r->wbytes_per_sec > 0 || r->rbytes_per_sec > 0 || c->io_stall_ppm >= WP_GUARD_WAIT_MIN_PPM;
+}
+
+/* Whether the stall's protected cgroup is active on its device this tick (else it only runs). */
+static bool victim_active(const Stall *s) {
+        for (size_t d = 0; d < s->victim->n_devices; d++)
+                if (s->victim->devices[d].major == s->major && s->victim->devices[d].minor == s->minor &&
+                    guard_active(s->victim, &s->victim->devices[d]))
+                        return true;
+        return false;
+}
+
 /* Why the cap: a guard beside a cgroup that does io, a latency over its target, or a stall over its limit. */
 static void cap_reason(PointAction *a, const Stall *s, uint32_t base, bool at_floor, bool guarded) {
         uint32_t stall = s->victim->io_stall_ppm;
         const char *how = at_floor ? "; at WriteRateMin" : guarded ? "; first cap at GuardRate" : "";
 
-        if (guarded && !wp_over_limit(s))
+        if (guarded && !wp_over_limit(s) && !victim_active(s))
+                snprintf(a->reason, sizeof(a->reason), "%s runs and uses %" PRIu32 ":%" PRIu32 ": writers held to "
+                         "GuardRate while it runs%s", s->victim->path, s->major, s->minor,
+                         at_floor ? "; at WriteRateMin" : "");
+        else if (guarded && !wp_over_limit(s))
                 snprintf(a->reason, sizeof(a->reason), "%s does io on %" PRIu32 ":%" PRIu32 " (stall %u.%02u%%): "
                          "writers held to GuardRate from its first tick%s", s->victim->path, s->major, s->minor,
                          stall / 10000, stall / 100 % 100, at_floor ? "; at WriteRateMin" : "");
@@ -286,8 +306,11 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                         bool idle = !wp_writing(&cg[i]);
                         size_t before = state->n_caps;
 
+                        /* A cgroup under no policy only once it writes: a host has hundreds that once
+                         * wrote a log line, and a new writer among them is capped at its first tick. */
                         if (!wp_may_cap(&cg[i], s->victim) || !lists_device(&cg[i], s->major, s->minor) ||
-                            (idle && standing >= WP_CAPS_MAX / 2) || wp_find_cap(state, cg[i].id, s->major, s->minor))
+                            (idle && (cg[i].implicit || standing >= WP_CAPS_MAX / 2)) ||
+                            wp_find_cap(state, cg[i].id, s->major, s->minor))
                                 continue;
                         cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
                         standing += idle && state->n_caps > before;
@@ -308,10 +331,13 @@ void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
 }
 
 /*
- * GuardRate=: every device a protected cgroup did io on this tick, or waits
- * on (a cgroup blocked in an fdatasync behind the writer completes nothing
- * for seconds, and is the one the guard is for), and that nobody stalls on,
- * has its heavy writers capped from now on.
+ * GuardRate=: every device a protected cgroup is active on, and every device
+ * its io.stat lists while it runs at all (the standing guard), that nobody
+ * stalls on, has its writers capped from now on. Standing, the guard is in
+ * place before a writer's first bio whichever of the two starts first: a
+ * writer that starts beside an idle service has filled the device's queue
+ * with seconds of writeback before the service's first fsync, and a cap that
+ * comes then cannot reach what is queued.
  */
 void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                       size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
@@ -326,8 +352,7 @@ void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t 
                         WpDeviceQuiet *q;
                         bool stalling = false;
 
-                        if (r->wbytes_per_sec == 0 && r->rbytes_per_sec == 0 &&
-                            c->io_stall_ppm < WP_GUARD_WAIT_MIN_PPM)
+                        if (!c->running && !guard_active(c, r))
                                 continue;
                         q = wp_quiet_of(state, r->major, r->minor, true);
                         if (q)

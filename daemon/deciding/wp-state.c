@@ -64,7 +64,8 @@ WpDeviceQuiet *wp_quiet_of(WritePointState *s, uint32_t major, uint32_t minor, b
 }
 
 bool wp_may_cap(const WpCgroup *w, const WpCgroup *victim) {
-        return !w->protect && w->policy->priority <= victim->policy->priority && !cgroup_paths_related(w->path, victim->path);
+        return !w->protect && w->policy->cap_writes && w->policy->priority <= victim->policy->priority &&
+               !cgroup_paths_related(w->path, victim->path);
 }
 
 bool wp_writing(const WpCgroup *w) {
@@ -72,7 +73,7 @@ bool wp_writing(const WpCgroup *w) {
 
         for (size_t d = 0; d < w->n_devices; d++)
                 rate += w->devices[d].wbytes_per_sec;
-        return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= MIB;
+        return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= WP_WRITING_RATE_MIN;
 }
 
 void wp_remove_cap(WritePointState *s, WpCap *c) {

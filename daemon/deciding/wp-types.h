@@ -24,6 +24,8 @@
 #define WP_LATENCY_STEP_USEC (500 * 1000) /* IOLatencyTarget=: a change of the cap shows within this */
 #define WP_KNEE_RETURN_SEC 100          /* IOLatencyTarget=: the limit under the knee climbs back to it in this */
 #define WP_GUARD_DIRTY_MIN (UINT64_C(16) << 20)        /* dirty data that makes a writer of a cgroup */
+#define WP_WRITING_RATE_MIN (UINT64_C(1) << 20)        /* ... as does this many bytes a second to devices */
+#define WP_UNMANAGED_WRITERS_MAX 64     /* cgroups under no policy in view at once (CapWritersWithoutPolicy=) */
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
 #define WP_CAP_BACKLOG_MIN (UINT64_C(16) << 20)        /* ...but at least this much */
@@ -41,7 +43,12 @@ typedef struct WpCgroup {
         uint64_t id;
         const char *path;
         const Policy *policy;           /* never NULL, mode never off */
+        bool implicit;                  /* under no policy: `policy` is the daemon's default for writers
+                                         * (CapWritersWithoutPolicy=); only gathered while it writes or
+                                         * is capped */
         bool protect;
+        bool running;                   /* protected: a process is in it (cgroup.events "populated"); the
+                                         * devices its io.stat lists are guarded while it runs */
         uint32_t io_limit_ppm;          /* effective IOPressureLimit= */
         bool have_io_stall;
         uint32_t io_stall_ppm;          /* "some", over the last tick */

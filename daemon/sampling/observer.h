@@ -116,6 +116,14 @@ int observer_pass_step(Observer *o, uint64_t now, size_t max_cgroups, uint64_t m
 void observer_set_hot(Observer *o, CgEntry *e, bool hot);
 
 /*
+ * Every cold cgroup is sampled at each of the next two passes, as a writer
+ * is (then those that write stay warm): for a device that completes writes
+ * no cgroup in view accounts for, so that the writer among the cold ones is
+ * found within two passes, not at its turn of the cold interval.
+ */
+void observer_warm_all(Observer *o);
+
+/*
  * Opens a cgroup's directory for use (a cold cgroup holds none between its
  * samples): 0, -ENODEV if it is gone (marked so), -EMFILE when out of fds
  * (counted in out_of_fds for this pass).

@@ -22,9 +22,9 @@ static WritePointState state;
 static PointPlan plan;
 
 static int setup(void **s) {
-        victim_policy = (Policy) { .name = (char *) "victim", .mode = POLICY_MODE_ENFORCE, .priority = 90, .protect = true };
-        writer_policy = (Policy) { .name = (char *) "writer", .mode = POLICY_MODE_ENFORCE, .priority = 10 };
-        other_policy = (Policy) { .name = (char *) "other", .mode = POLICY_MODE_ENFORCE, .priority = 10 };
+        victim_policy = (Policy) { .name = (char *) "victim", .mode = POLICY_MODE_ENFORCE, .priority = 90, .cap_writes = true, .protect = true };
+        writer_policy = (Policy) { .name = (char *) "writer", .mode = POLICY_MODE_ENFORCE, .priority = 10, .cap_writes = true };
+        other_policy = (Policy) { .name = (char *) "other", .mode = POLICY_MODE_ENFORCE, .priority = 10, .cap_writes = true };
         victim_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 40000 };
         writer_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 20 * MIB };
         other_dev[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 1 * MIB };
@@ -671,6 +671,70 @@ static void test_guard_stands_before_the_first_write(void **s) {
         assert_null(find(PA_SET_CAP, 3));
 }
 
+/* The standing guard: a protected cgroup that runs is guarded on the devices its io.stat lists before
+ * it does any io, whichever starts first; one that does not run is not, and once it has stopped its
+ * writers' caps go after the hold time. */
+static void test_guard_stands_while_the_protected_cgroup_runs(void **s) {
+        const PointAction *a;
+
+        st.guard_rate_ppm = 700000;
+        victim_dev[0].wbytes_per_sec = 0;
+        writer_dev[0].wbytes_per_sec = 0;
+        other_dev[0].wbytes_per_sec = 0;
+        cg[1].dirty = 0;
+        decide(1 * SEC);        /* idle and not running: nothing to guard */
+        assert_int_equal(plan.n, 0);
+        cg[0].running = true;
+        decide(2 * SEC);
+        a = must(PA_SET_CAP, 2);
+        assert_int_equal(a->value, 16 * MIB * 7 / 10);
+        assert_non_null(strstr(a->reason, "/victim.slice/db.service runs and uses 8:0: writers held to GuardRate "
+                                          "while it runs"));
+        assert_non_null(strstr(a->lifts_when, "have not run, stalled or done io there for CapHoldTime"));
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        /* Idle for far longer than the hold time, but running: the caps stand. */
+        decide(30 * SEC);
+        assert_null(find(PA_LIFT_CAP, 2));
+        assert_int_equal(state.n_caps, 2);
+        /* It stops: the hold time after its last tick, they go. */
+        cg[0].running = false;
+        decide(35 * SEC);
+        assert_null(find(PA_LIFT_CAP, 2));
+        decide(41 * SEC);
+        assert_non_null(find(PA_LIFT_CAP, 2));
+        assert_non_null(find(PA_LIFT_CAP, 3));
+}
+
+/* CapWrites=no: the policy's cgroups are never capped for a protected one, neither by a guard nor at a
+ * stall; the others still are. */
+static void test_cap_writes_no_exempts(void **s) {
+        writer_policy.cap_writes = false;
+        st.guard_rate_ppm = 700000;
+        cg[0].io_stall_ppm = 800000;
+        decide(1 * SEC);
+        assert_null(find(PA_SET_CAP, 2));
+        assert_non_null(find(PA_SET_CAP, 3));
+        decide(2 * SEC);
+        decide(3 * SEC);
+        assert_null(find(PA_SET_CAP, 2));
+}
+
+/* A cgroup under no policy (CapWritersWithoutPolicy=) is capped once it writes, not before: a host has
+ * hundreds that once wrote a line to a log on the device. */
+static void test_writer_without_policy_capped_once_it_writes(void **s) {
+        st.guard_rate_ppm = 700000;
+        cg[0].running = true;
+        cg[2].implicit = true;
+        other_dev[0].wbytes_per_sec = 0;
+        decide(1 * SEC);
+        assert_non_null(find(PA_SET_CAP, 2));
+        assert_null(find(PA_SET_CAP, 3));
+        other_dev[0].wbytes_per_sec = 8 * MIB;
+        decide(2 * SEC);
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_false(must(PA_SET_CAP, 3)->observe);
+}
+
 /* IOLatencyTarget=: the victim's io wait per request over the tick (stall time over requests). */
 static void victim_waits(uint64_t stall_usec, uint64_t ios) {
         cg[0].io_stall_usec = stall_usec;
@@ -1140,6 +1204,9 @@ int main(void) {
                 cmocka_unit_test_setup(test_baseline_learnt_beside_a_standing_guard, setup),
                 cmocka_unit_test_setup(test_latency_raise_under_the_knee_on_a_fast_device, setup),
                 cmocka_unit_test_setup(test_action_kinds, setup),
+                cmocka_unit_test_setup(test_guard_stands_while_the_protected_cgroup_runs, setup),
+                cmocka_unit_test_setup(test_cap_writes_no_exempts, setup),
+                cmocka_unit_test_setup(test_writer_without_policy_capped_once_it_writes, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
