@@ -41,6 +41,7 @@
 # and mdreclaimd-lat-qd). MDR_WP_CASES="kernel static-72 mdreclaimd-lat-qd"
 # runs only the cases named (the victim alone, the writer alone and the
 # side-by-side table always; "kill" names the kill -9 test).
+# MDR_WP_WRITER_POLICY=no leaves the writer under no policy.
 # MDR_WP_ORDER=writer-first starts the writer 2 s before the victim's burst
 # (the victim's cgroup holds an idle process meanwhile), instead of a second
 # after it.
@@ -85,8 +86,12 @@ IOLatencyTargetByFilesystem=${MDR_WP_FS_LATENCY:-btrfs:10ms}
 EOT
 printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
     > "$conf/etc/mdreclaim/policies.d/victim.conf"
-printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\n' \
-    > "$conf/etc/mdreclaim/policies.d/writer.conf"
+# MDR_WP_WRITER_POLICY=no: the protected side alone is configured, as a new
+# user would (the writer is capped as a cgroup under no policy).
+if [ "${MDR_WP_WRITER_POLICY:-yes}" != no ]; then
+    printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\n' \
+        > "$conf/etc/mdreclaim/policies.d/writer.conf"
+fi
 
 sectors_written() { awk '{ print $7 }' "/sys/dev/block/$devno/stat"; }
 wbps_now() { awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' "$wcg/io.max"; }
