@@ -339,6 +339,22 @@ void wp_cap_stalls(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
  * with seconds of writeback before the service's first fsync, and a cap that
  * comes then cannot reach what is queued.
  */
+/* One device guarded for protected cgroup c: held guarded now, and, unless it stalls there (the
+ * stall's own caps rule then), its writers capped. */
+static void guard_device(const WpCgroup *cg, size_t n, const WpCgroup *c, uint32_t major, uint32_t minor,
+                         const WpDevice *dev, size_t n_dev, const Stall *stalls, size_t n_stalls,
+                         const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
+        Stall g = wp_stall_of(state, c, major, minor);
+        WpDeviceQuiet *q = wp_quiet_of(state, major, minor, true);
+
+        if (q)
+                q->last_guarded_usec = now;
+        for (size_t k = 0; k < n_stalls; k++)
+                if (stalls[k].major == major && stalls[k].minor == minor)
+                        return;
+        decide_device(cg, n, &g, wp_find_device(dev, n_dev, major, minor), true, st, now, state, plan);
+}
+
 void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                       size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         if (!st->guard_rate_ppm)
@@ -346,23 +362,18 @@ void wp_guard_devices(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t 
         for (size_t i = 0; i < n; i++) {
                 const WpCgroup *c = &cg[i];
 
-                for (size_t d = 0; c->protect && d < c->n_devices; d++) {
-                        const DeviceRate *r = &c->devices[d];
-                        Stall g = wp_stall_of(state, c, r->major, r->minor);
-                        WpDeviceQuiet *q;
-                        bool stalling = false;
-
-                        if (!c->running && !guard_active(c, r))
-                                continue;
-                        q = wp_quiet_of(state, r->major, r->minor, true);
-                        if (q)
-                                q->last_guarded_usec = now;
-                        for (size_t k = 0; k < n_stalls; k++)
-                                stalling |= stalls[k].major == r->major && stalls[k].minor == r->minor;
-                        if (!stalling)
-                                decide_device(cg, n, &g, wp_find_device(dev, n_dev, r->major, r->minor), true, st, now,
-                                              state, plan);
-                }
+                if (!c->protect)
+                        continue;
+                for (size_t d = 0; d < c->n_devices; d++)
+                        if (c->running || guard_active(c, &c->devices[d]))
+                                guard_device(cg, n, c, c->devices[d].major, c->devices[d].minor, dev, n_dev,
+                                             stalls, n_stalls, st, now, state, plan);
+                /* A service that runs but has done no io yet (just started) uses a device nobody can
+                 * name: every device the daemon knows the capacity of is guarded until it does. */
+                for (size_t d = 0; c->running && c->n_devices == 0 && d < n_dev; d++)
+                        if (dev[d].capacity)
+                                guard_device(cg, n, c, dev[d].major, dev[d].minor, dev, n_dev, stalls, n_stalls,
+                                             st, now, state, plan);
         }
 }
 

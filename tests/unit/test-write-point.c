@@ -705,6 +705,21 @@ static void test_guard_stands_while_the_protected_cgroup_runs(void **s) {
         assert_non_null(find(PA_LIFT_CAP, 3));
 }
 
+/* A protected service that has just started has done no io: its device cannot be named yet, so every
+ * device of known capacity is guarded until its io.stat lists one, and a writer there is capped. */
+static void test_guard_of_a_service_with_no_io_yet(void **s) {
+        st.guard_rate_ppm = 700000;
+        cg[0].running = true;
+        cg[0].n_devices = 0;
+        decide(1 * SEC);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        /* Not a device whose capacity is unknown: nothing to size the guard from. */
+        memset(&state, 0, sizeof(state));
+        dev[0].capacity = 0;
+        decide(2 * SEC);
+        assert_null(find(PA_SET_CAP, 2));
+}
+
 /* CapWrites=no: the policy's cgroups are never capped for a protected one, neither by a guard nor at a
  * stall; the others still are. */
 static void test_cap_writes_no_exempts(void **s) {
@@ -1206,6 +1221,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_action_kinds, setup),
                 cmocka_unit_test_setup(test_guard_stands_while_the_protected_cgroup_runs, setup),
                 cmocka_unit_test_setup(test_cap_writes_no_exempts, setup),
+                cmocka_unit_test_setup(test_guard_of_a_service_with_no_io_yet, setup),
                 cmocka_unit_test_setup(test_writer_without_policy_capped_once_it_writes, setup),
                 cmocka_unit_test_setup(test_paths, setup),
         };
