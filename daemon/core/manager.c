@@ -355,6 +355,13 @@ static void manager_tick_finish(Manager *m) {
         queue_depth_verify(m->queues);
         swap_watch(m);
         write_runner_run(&m->write_runner, &ctx, now);
+        if (m->write_runner.want_rescan) {
+                /* A writer nobody in view accounts for: its cgroup may be new, and it is sampled with
+                 * the others at the next two passes. */
+                m->write_runner.want_rescan = false;
+                if (manager_rescan(m) >= 0)
+                        observer_warm_all(m->observer);
+        }
         alloc_runner_run(&m->alloc_runner, &ctx, now);
         manager_record_history(m);
         /* Written now and then too, so that a crash loses at most SaveInterval= of it. */

@@ -128,9 +128,10 @@ static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
  * beyond what the cgroups in view write there, a quarter of its capacity or
  * more (4 MiB/s before that is known; the journal a protected cgroup's own
  * fsyncs make a kernel thread write stays under it). A writer under no
- * policy is a cold cgroup until its turn comes, up to ColdInterval= later:
- * every cold cgroup is sampled at once instead, at most once per cold
- * interval, and only while a protected cgroup is in view.
+ * policy is a cold cgroup until its turn comes, up to ColdInterval= later,
+ * or a cgroup made since the last rescan: the tree is rescanned and every
+ * cold cgroup sampled at once instead, at most once per cold interval, and
+ * only while a protected cgroup is in view.
  */
 static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
         Observer *o = ctx->observer;
@@ -150,6 +151,7 @@ static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
                                   PRIu64 ": every cgroup sampled for the writer", d->major, d->minor,
                                   d->write_rate, seen);
                         observer_warm_all(o);
+                        w->want_rescan = true;
                         w->swept_usec = now;
                         return;
                 }

@@ -46,6 +46,7 @@ void point_counters_count(PointCounters *c, unsigned kind, bool lift, bool obser
 typedef struct WriteRunner {
         WritePointState state;
         uint64_t swept_usec;            /* the last sweep of the cold cgroups for a writer not in view */
+        bool want_rescan;               /* ... which asks for a rescan too: the writer's cgroup may be new */
         uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, read at rescans */
         bool io_missing_logged;
         PointCounters counters;
