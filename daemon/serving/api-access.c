@@ -15,7 +15,7 @@
 #include "util.h"
 
 Api *api_of(const BusConnection *c) {
-        return c->transport->userdata;
+        return c->set->userdata;
 }
 
 const char *api_config_root(const Api *a) {

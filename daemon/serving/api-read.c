@@ -66,7 +66,7 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_u64(r, "events_next_seq", m->events->next_seq);
         if (k < 0)
                 return k;
-        return bus_dict_u64(r, "connections", transport_connections(c->transport));
+        return bus_dict_u64(r, "connections", transport_connections(api_of(c)->transport));
 }
 
 static int status_identity(sd_bus_message *r, BusConnection *c) {
@@ -92,7 +92,7 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_name(r, "config_root", *api_config_root(api_of(c)) ? api_config_root(api_of(c)) : "/");
         if (k < 0)
                 return k;
-        k = bus_dict_name(r, "control_socket", c->transport->path);
+        k = bus_dict_name(r, "control_socket", api_of(c)->transport->path);
         if (k < 0)
                 return k;
         k = bus_dict_namev(r, "config_files", (const char *const *) m->config->files, m->config->n_files);
