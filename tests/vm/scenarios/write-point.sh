@@ -87,8 +87,11 @@ EOT
 printf '[Policy]\nMatch=/mdr-victim\nMode=enforce\nProtect=yes\nPriority=90\n' \
     > "$conf/etc/mdreclaim/policies.d/victim.conf"
 # MDR_WP_WRITER_POLICY=no: the protected side alone is configured, as a new
-# user would (the writer is capped as a cgroup under no policy).
+# user would (the writer is capped as a cgroup under no policy, which has no
+# sample history to plot).
+plot_writer=
 if [ "${MDR_WP_WRITER_POLICY:-yes}" != no ]; then
+    plot_writer=/mdr-writer
     printf '[Policy]\nMatch=/mdr-writer\nMode=enforce\nPriority=10\nWriteRateMin=10%%\n' \
         > "$conf/etc/mdreclaim/policies.d/writer.conf"
 fi
@@ -100,7 +103,7 @@ settle() { sync; echo 3 > /proc/sys/vm/drop_caches; rm -f "$mnt"/bulk; sync; }
 daemon_pid=
 start_daemon() {
     "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
-        --log-level info 2>> /tmp/daemon.log &
+        --log-level "${MDR_WP_LOG_LEVEL:-info}" 2>> /tmp/daemon.log &
     daemon_pid=$!
     sleep 2
 }
@@ -204,7 +207,7 @@ daemon_case() {
     run_case "$name"
     wait "$sampler"
     if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] && command -v gnuplot > /dev/null; then
-        "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs-${name#mdreclaimd-}.png" > /dev/null &&
+        "$MDCTL" plot /mdr-victim $plot_writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs-${name#mdreclaimd-}.png" > /dev/null &&
             note "plot of the $name case: write-point-$fs-${name#mdreclaimd-}.png"
     fi
     stop_daemon TERM
@@ -332,7 +335,7 @@ capped=$(cat /tmp/wbps-mid-mdreclaimd)
 # where MDRECLAIM_VM_ARTIFACTS says).
 if [ "$bench" = 1 ] && [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ] && [ -n "${MDR_ARTIFACTS:-}" ] &&
         command -v gnuplot > /dev/null; then
-    "$MDCTL" plot /mdr-victim /mdr-writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs.png" > /dev/null &&
+    "$MDCTL" plot /mdr-victim $plot_writer --since 40s -o "$MDR_ARTIFACTS/write-point-$fs.png" > /dev/null &&
         note "plot of the mdreclaimd case: write-point-$fs.png"
 fi
 # The writer's end (timeout kills dd): its cap rises to the drain rate, nine
@@ -350,6 +353,7 @@ check "... and lifted once what it left was written" drained
     test -z "$(grep "ACTION=lift-cap.*drain's time is up" /tmp/daemon.log)"
 stop_daemon TERM
 cp /tmp/daemon.log "/tmp/daemon-$fs.log"
+[ -z "${MDR_ARTIFACTS:-}" ] || cp /tmp/daemon.log "$MDR_ARTIFACTS/daemon-$fs.log"
 note "the writer's io.max wbps in the middle of the case: ${capped:-none}"
 check "a cap held the writer in the middle of the case" test -n "$capped" -a "$capped" != max
 check "a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
