@@ -172,15 +172,16 @@ static const char *why_not_enforced(const Policy *p) {
         return p->mode == POLICY_MODE_OFF ? "its policy is off now" : "its policy only observes now";
 }
 
-/* Every point's request on one throttle is withdrawn, and the point forgets it. */
-static void lift_all_points(Manager *m, const ThrottleEntry *held, const char *why) {
+/* Every point's request on one throttle (but the write point's, `keep_write`) is withdrawn, and the
+ * point forgets it. */
+static void lift_points(Manager *m, const ThrottleEntry *held, bool keep_write, const char *why) {
         ThrottleEntry t = *held;        /* the ledger's entry may go with the first lift */
 
         for (int p = 0; p < _POINT_MAX; p++) {
                 ThrottleRequest q = { .kind = t.kind, .major = t.major, .minor = t.minor, .point = (ThrottlePoint) p,
                                       .reason = why };
 
-                if (t.requested[p] == THROTTLE_NONE)
+                if (t.requested[p] == THROTTLE_NONE || (keep_write && p == POINT_WRITE))
                         continue;
                 /* Told even if the write failed: the request is withdrawn from the ledger either way,
                  * and the actuator writes the original back at a later check. */
@@ -192,18 +193,25 @@ static void lift_all_points(Manager *m, const ThrottleEntry *held, const char *w
         }
 }
 
-/* A throttle on a cgroup whose policy no longer enforces (observe, off, gone) is lifted at once. */
+/* A throttle on a cgroup whose policy no longer enforces (observe, off, gone) is lifted at once; the
+ * write point's on a cgroup under no policy stays while CapWritersWithoutPolicy= lets it cap one (the
+ * point lifts it itself once the protected cgroup no longer needs it). */
 static void manager_throttles_follow_policies(Manager *m) {
         const Ledger *l = actuator_ledger(m->actuator);
+        bool unmanaged = m->config->daemon.cap_writers_without_policy;
 
         /* Backwards: a lift may remove the entry, moving the last one (already seen) into its place. */
         for (size_t i = l->n; i > 0; i--) {
                 const ThrottleEntry *t = &l->entries[i - 1];
                 const CgEntry *e = cgtable_find(&m->observer->cgroups, t->cgroup_id);
+                bool keep_write;
 
                 if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE))
                         continue;
-                lift_all_points(m, t, why_not_enforced(e->policy));
+                keep_write = !e->policy && unmanaged;
+                if (keep_write && t->requested[POINT_ALLOCATION] == THROTTLE_NONE)
+                        continue;
+                lift_points(m, t, keep_write, why_not_enforced(e->policy));
         }
 }
 
