@@ -128,6 +128,15 @@ static int no_such_cgroup(Manager *m, sd_bus_error *error, const char *what, con
 
 /* A cgroup path (relative to the root, or below the root's mount path) or a unit name, in the escaped
  * form of names (name-escape.h): what the daemon shows is what it takes back. */
+int api_unescape_name(const char *what, char **ret, sd_bus_error *error) {
+        int r = name_unescape(what, ret);
+
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "'%s' holds \\000, a NUL byte: no cgroup is named so", what);
+        return r;
+}
+
 int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error) {
         const char *root = m->observer->root->path, *path;
         _cleanup_free_ char *raw = NULL;
@@ -135,10 +144,7 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
         size_t rl = strlen(root), found;
         int r;
 
-        r = name_unescape(what, &raw);
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "'%s' holds \\000, a NUL byte: no cgroup is named so", what);
+        r = api_unescape_name(what, &raw, error);
         if (r < 0)
                 return r;
         path = raw;

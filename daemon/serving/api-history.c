@@ -50,10 +50,7 @@ static int resolve_track(Manager *m, const char *what, const HistoryTrack **ret,
                 *ret = &h->host;
                 return 0;
         }
-        r = name_unescape(what, &raw);
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "'%s' holds \\000, a NUL byte: no cgroup is named so", what);
+        r = api_unescape_name(what, &raw, error);
         if (r < 0)
                 return r;
         *ret = find_by_name(h, raw, &found);

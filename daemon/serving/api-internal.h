@@ -75,6 +75,9 @@ const char *api_config_root(const Api *a);
 bool api_caller_is_admin(BusConnection *c);
 /* 0 if the caller may `what`; otherwise AccessDenied, saying who may. */
 int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
+/* A name in the escaped form every output uses, back to the raw one (*ret, to free); a name with
+ * \000 in it is refused as invalid arguments (error set). */
+int api_unescape_name(const char *what, char **ret, sd_bus_error *error);
 /* A unit name or cgroup path, in the escaped form of names, to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
 int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
 /*
