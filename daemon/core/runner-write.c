@@ -123,21 +123,21 @@ static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
         }
 }
 
-/*
- * A device written to by someone the point does not see: what it completes
- * beyond what the cgroups in view write there, a quarter of its capacity or
- * more (4 MiB/s before that is known; the journal a protected cgroup's own
- * fsyncs make a kernel thread write stays under it). A writer under no
- * policy is a cold cgroup until its turn comes, up to ColdInterval= later,
- * or a cgroup made since the last rescan: the tree is rescanned and every
- * cold cgroup sampled at once instead, at most once per cold interval, and
- * only while a protected cgroup is in view.
- */
-static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
-        Observer *o = ctx->observer;
+/* Who writes that the point does not see: dirty data on the host beyond what the cgroups in view hold
+ * (32 MiB or more: a writer's first second in the page cache; a service's fsyncs leave none), or a
+ * device that completes writes beyond what they write there (a quarter of its capacity or more, 4 MiB/s
+ * before that is known; the journal a protected cgroup's fsyncs make a kernel thread write stays under
+ * it). Returns what was found, for the log; NULL: nothing. */
+static const char *unseen_writer(const Observer *o, const WpCgroup *cg, size_t n, char *buf, size_t size) {
+        uint64_t dirty = 0;
 
-        if (w->swept_usec && now - w->swept_usec < ctx->config->daemon.cold_interval_usec)
-                return;
+        for (size_t k = 0; k < n; k++)
+                dirty += cg[k].dirty;
+        if (o->system_signals.dirty_bytes >= dirty + 2 * WP_GUARD_DIRTY_MIN) {
+                snprintf(buf, size, "the host holds %" PRIu64 " bytes of dirty data, the cgroups in view %" PRIu64,
+                         o->system_signals.dirty_bytes, dirty);
+                return buf;
+        }
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *d = &o->devices.dev[i];
                 uint64_t seen = 0, unexplained = MAX(d->capacity / 4, UINT64_C(4) << 20);
@@ -147,15 +147,33 @@ static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
                                 if (cg[k].devices[j].major == d->major && cg[k].devices[j].minor == d->minor)
                                         seen += cg[k].devices[j].wbytes_per_sec;
                 if (d->write_rate > seen && d->write_rate - seen >= unexplained) {
-                        log_debug("%" PRIu32 ":%" PRIu32 " completes %" PRIu64 " B/s, the cgroups in view write %"
-                                  PRIu64 ": every cgroup sampled for the writer", d->major, d->minor,
-                                  d->write_rate, seen);
-                        observer_warm_all(o);
-                        w->want_rescan = true;
-                        w->swept_usec = now;
-                        return;
+                        snprintf(buf, size, "%" PRIu32 ":%" PRIu32 " completes %" PRIu64 " B/s, the cgroups in view "
+                                 "write %" PRIu64, d->major, d->minor, d->write_rate, seen);
+                        return buf;
                 }
         }
+        return NULL;
+}
+
+/*
+ * A writer under no policy is a cold cgroup until its turn comes, up to
+ * ColdInterval= later, or a cgroup made since the last rescan. When someone
+ * writes that the point does not see, the tree is rescanned and every cold
+ * cgroup sampled at the next two passes instead, at most once per
+ * RescanInterval=, and only while a protected cgroup is in view; once the
+ * writer is found it stays in view (warm) and the sweeps stop.
+ */
+static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
+        char why[160];
+
+        if (w->swept_usec && now - w->swept_usec < ctx->config->daemon.rescan_interval_usec)
+                return;
+        if (!unseen_writer(ctx->observer, cg, n, why, sizeof(why)))
+                return;
+        log_debug("%s: every cgroup sampled for the writer", why);
+        observer_warm_all(ctx->observer);
+        w->want_rescan = true;
+        w->swept_usec = now;
 }
 
 static size_t gather(const PointContext *ctx, const WritePointState *state, WpCgroup *out, size_t max) {
