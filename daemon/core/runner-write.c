@@ -191,7 +191,9 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
                 out[n] = wp_cgroup_of(ctx, e, s, e->policy, host_mem);
                 protecting |= out[n++].protect;
         }
-        if (!protecting || !ctx->config->daemon.cap_writers_without_policy)
+        /* Those the point holds a cap on stay in view after the protected cgroup has gone, until the
+         * point lifts their caps at the end of the hold time (out of view, a cap is lifted at once). */
+        if (!ctx->config->daemon.cap_writers_without_policy || (!protecting && state->n_caps == 0))
                 return n;
         governed = n;
         for (size_t i = 0; i < o->cgroups.n && n < max && n - governed < WP_UNMANAGED_WRITERS_MAX; i++) {

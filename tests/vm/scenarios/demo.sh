@@ -28,7 +28,12 @@ need_daemon
 victim=$MDR_VMDIR/helpers/victim
 alone_s=8
 kernel_s=16
+static_s=16
 busy_s=24
+# The victim is a service that runs before the writer comes and begins its
+# burst this long after it (a database between two bursts of commits), in
+# every phase beside the writer.
+lead_s=3
 
 section() { printf '\n--- %s\n' "$*"; }
 # What the disk completed (sectors written, /sys/block/vda/stat), for each phase's write rate.
@@ -69,52 +74,77 @@ fi
 check "mdreclaimd.service is active" test "$(unit_state mdreclaimd.service)" = active
 systemctl status --no-pager --lines=0 mdreclaimd.service | sed -n '1,4p'
 
-# The operator's side, through mdctl when it is built: the victim protected,
-# the writer the one that pays; the daemon's view before the run.
+# The operator's side, through mdctl when it is built: one line, the victim
+# protected; the writer has no policy, and pays all the same. The daemon's
+# view before the run.
 have_mdctl=0
 if [ -n "${MDCTL:-}" ] && [ -x "$MDCTL" ]; then
     have_mdctl=1
-    section "policies set with mdctl: the victim is protected, the writer pays"
+    section "the one policy, set with mdctl: the victim is protected"
     wait_socket() { for _ in $(seq 60); do "$MDCTL" status > /dev/null 2>&1 && return 0; sleep 0.5; done; return 1; }
     check "mdctl reaches the daemon" wait_socket
-    check "mdctl policy set the victim's policy" \
-        "$MDCTL" policy set mdr-victim.service Protect=yes Priority=90 Mode=enforce
-    check "mdctl policy set the writer's policy" "$MDCTL" policy set mdr-writer.service Priority=10 Mode=enforce
+    check "mdctl policy set mdr-victim.service Protect=yes" "$MDCTL" policy set mdr-victim.service Protect=yes
     "$MDCTL" policy list
     "$MDCTL" status
 fi
+
+# The comparisons run with the daemon up but told to leave writers under no
+# policy alone (CapWritersWithoutPolicy=no, a drop-in and a reload): it still
+# watches, and learns the disk's capacity meanwhile, as it would on a host
+# it has run on for a while.
+hands_off() { # on|off
+    if [ "$1" = on ]; then
+        printf '[WritePoint]\nCapWritersWithoutPolicy=no\n' > /etc/mdreclaim/mdreclaimd.conf.d/demo-hands-off.conf
+    else
+        rm -f /etc/mdreclaim/mdreclaimd.conf.d/demo-hands-off.conf
+    fi
+    systemctl reload mdreclaimd.service
+    sleep 1
+}
+wait_gone() { [ ! -d "/sys/fs/cgroup/system.slice/$1" ]; }
+# contend PHASE SECS LABEL [systemd-run options of the writer]: the victim's
+# service starts, the writer right after it, and the victim's burst of SECS
+# seconds $lead_s s later; its line goes to /tmp/PHASE.txt.
+start_contention() {
+    local phase=$1 secs=$2 label=$3
+    shift 3
+    mark "$phase"
+    systemd-run --quiet --unit=mdr-victim -p StandardOutput="file:/tmp/$phase.txt" \
+        sh -c "sleep $lead_s; exec python3 $victim /mnt/ext4/victim $secs '$label'"
+    systemd-run --quiet --unit=mdr-writer "$@" dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
+}
+# end_contention PHASE: once the victim is done, the writer stopped and its file removed (its dirty
+# pages go with it, unwritten).
+end_contention() {
+    wait_for $((busy_s + 60)) wait_gone mdr-victim.service
+    disk_rate "$1" > "/tmp/$1.rate"
+    cat "/tmp/$1.txt"
+    systemctl stop mdr-writer.service
+    rm -f /mnt/ext4/bulk
+    wait_for 30 wait_gone mdr-writer.service
+    sync
+}
 
 section "the victim alone for ${alone_s}s"
 systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
     python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone        " | tee /tmp/alone.txt
 
-# The same pair with the kernel alone, for comparison: the writer's policy in
-# Mode=observe, so the daemon watches and says what it would do, and writes
-# nothing (it learns the disk's capacity meanwhile, as it would on a host it
-# has run on for a while).
+# The same pair with the kernel alone, then with a static io.max on the writer
+# at 72 % of the disk set by hand before it starts (what an operator who knows
+# the disk would set), for comparison.
 if [ "$have_mdctl" = 1 ]; then
-    section "the victim beside the writer for ${kernel_s}s, the kernel alone (the writer's policy in Mode=observe)"
-    "$MDCTL" policy set mdr-writer.service Mode=observe > /dev/null 2>&1
-    mark kernel
-    systemd-run --quiet --unit=mdr-writer dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
-    systemd-run --quiet --wait --pipe --unit=mdr-victim \
-        python3 "$victim" /mnt/ext4/victim "$kernel_s" "victim, kernel alone" | tee /tmp/kernel.txt
-    disk_rate kernel > /tmp/kernel.rate
-    systemctl stop mdr-writer.service
-    rm -f /mnt/ext4/bulk    # its dirty pages go with it, unwritten
-    wait_gone() { [ ! -d "/sys/fs/cgroup/system.slice/$1" ]; }
-    wait_for 30 wait_gone mdr-victim.service
-    wait_for 30 wait_gone mdr-writer.service
-    sync
-    "$MDCTL" policy set mdr-writer.service Mode=enforce > /dev/null 2>&1
+    hands_off on
+    section "the victim beside the writer for ${kernel_s}s, the kernel alone (the writer started first)"
+    start_contention kernel "$kernel_s" "victim, kernel alone"
+    end_contention kernel
+    section "the same, a static io.max on the writer at 72 % of the disk (IOWriteBandwidthMax=)"
+    start_contention static "$static_s" "victim, static cap  " -p "IOWriteBandwidthMax=/dev/vda $((16777216 * 72 / 100))"
+    end_contention static
+    hands_off off
 fi
 
 section "the victim beside the writer for ${busy_s}s, mdreclaimd enforcing; what the daemon samples (--sample-once --json) every few seconds"
-mark busy
-systemd-run --quiet --unit=mdr-victim -p StandardOutput=file:/tmp/busy.txt \
-    python3 "$victim" /mnt/ext4/victim "$busy_s" "victim beside writer"
-systemd-run --quiet --unit=mdr-writer \
-    dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
+start_contention busy "$busy_s" "victim beside writer"
 echo "(dirty, writeback: the writer's memory.stat file_dirty, file_writeback; io stall: how long"
 echo " the victim's tasks waited on I/O since the first sample, from its io.pressure 'some' total)"
 printf '%6s  %18s %11s  %22s\n' "t" "mdr-writer: dirty" "writeback" "mdr-victim: io stall"
@@ -178,11 +208,12 @@ three_way() {
     local label f a
     a=$(rate /tmp/alone.txt)
     printf '\n%-33s %7s %6s %8s %9s %7s\n' "the victim (fdatasync of 4 KiB)" "ops/s" "kept" "p99 ms" "worst ms" "disk"
-    for f in alone kernel busy; do
+    for f in alone kernel static busy; do
         [ -n "$(rate "/tmp/$f.txt")" ] || continue
         case $f in
         alone) label="alone" ;;
         kernel) label="beside the writer, kernel alone" ;;
+        static) label="... static io.max at 72 %" ;;
         busy) label="beside the writer, mdreclaimd" ;;
         esac
         awk -v l="$label" -v r="$(rate "/tmp/$f.txt")" -v a="$a" -v p="$(p99 "/tmp/$f.txt")" \
@@ -212,7 +243,8 @@ if [ "$have_mdctl" = 1 ]; then
     "$MDCTL" history mdr-victim.service --since 2min | { IFS= read -r header; echo "$header"; tail -n 10; }
     plot_rc=skipped
     if command -v gnuplot > /dev/null; then
-        "$MDCTL" plot mdr-victim.service mdr-writer.service --since 3min -o "$MDR_ARTIFACTS/main-job.png" \
+        # The writer has no policy, so no sample history: the victim's stall and the host's figures.
+        "$MDCTL" plot mdr-victim.service --since 3min -o "$MDR_ARTIFACTS/main-job.png" \
             && plot_rc=0 || plot_rc=$?
         [ "$plot_rc" = 0 ] && echo "(a plot of it: main-job.png, kept by tools/main-job)"
     fi
