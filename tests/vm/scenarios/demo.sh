@@ -5,7 +5,8 @@
 # The README's main job: mdreclaimd runs as a systemd service while a bulk
 # writer (dd) shares a 16 MiB/s disk with a victim that makes small
 # synchronous writes, and we print what the daemon saw. With mdctl built, the
-# operator's side too: policies set with mdctl (the victim protected), the
+# operator's side too: one policy set with mdctl (the victim protected; the
+# writer has none), the kernel alone and a static io.max at 72 % beside it, the
 # daemon's view (mdctl status, list) and what it did (mdctl events).
 # The daemon and mdctl come from the build tree (MDRECLAIMD, MDCTL), or from
 # the Debian package when vmtest hands one in (MDR_DEB: tools/main-job
