@@ -126,8 +126,9 @@ static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
 /* Who writes that the point does not see: dirty data on the host beyond what the cgroups in view hold
  * (32 MiB or more: a writer's first second in the page cache; a service's fsyncs leave none), or a
  * device that completes writes beyond what they write there (a quarter of its capacity or more, 4 MiB/s
- * before that is known; the journal a protected cgroup's fsyncs make a kernel thread write stays under
- * it). Returns what was found, for the log; NULL: nothing. */
+ * before that is known). The journal a protected cgroup's fsyncs make a kernel thread write is charged
+ * to no cgroup in view and can pass that bound: in the benches it started a sweep every RescanInterval=
+ * while the victim ran. Returns what was found, for the log; NULL: nothing. */
 static const char *unseen_writer(const Observer *o, const WpCgroup *cg, size_t n, char *buf, size_t size) {
         uint64_t dirty = 0;
 
