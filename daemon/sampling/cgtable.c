@@ -82,7 +82,8 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 rf->added = n;
                 rf->n_alloc = want;
         }
-        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path) };
+        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
+                                               .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
         return 0;
 }
 

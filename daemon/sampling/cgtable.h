@@ -29,6 +29,8 @@ typedef struct CgEntry {
         bool keeps;                     /* its files stay open between passes (within the fd budget) */
         uint64_t limits_pass;           /* the observer's pass when its limits were last read */
         bool seen;                      /* found by the refresh in progress */
+        uint64_t found_usec;            /* CLOCK_MONOTONIC when it entered the table; 0: found by the
+                                         * first walk (it was there before the daemon) */
         CgroupSignals signals;          /* between the last two samples */
         CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */
 } CgEntry;
