@@ -71,6 +71,11 @@ static void update_warmth(Observer *o, CgEntry *e) {
                 e->warm_until = o->passes + MAX(o->cold_every, 1u);
 }
 
+void observer_warm(Observer *o, CgEntry *e) {
+        if (!e->hot)
+                e->warm_until = MAX(e->warm_until, o->passes + 2);
+}
+
 void observer_warm_all(Observer *o) {
         for (size_t i = 0; i < o->cgroups.n; i++) {
                 CgEntry *e = &o->cgroups.entries[i];

@@ -122,6 +122,8 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot);
  * found within two passes, not at its turn of the cold interval.
  */
 void observer_warm_all(Observer *o);
+/* One cold cgroup sampled at the next two passes (again and again, while someone asks). */
+void observer_warm(Observer *o, CgEntry *e);
 
 /*
  * Opens a cgroup's directory for use (a cold cgroup holds none between its
