@@ -82,6 +82,7 @@ typedef struct Manager {
         RateLimit swap_log;             /* a swap disk congested, or no longer */
         uint64_t lookup_walk_usec;      /* CLOCK_MONOTONIC of the last walk a lookup asked for */
         char *status;                   /* last STATUS= sent */
+        char *status_key;               /* ... and what it was made of (protection.h's summary) */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */
         uint64_t capacities_saved_usec;
         uint64_t history_saved_usec;    /* when the history was last written (CLOCK_MONOTONIC) */

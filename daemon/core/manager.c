@@ -15,6 +15,7 @@
 #include "hostfs.h"
 #include "log.h"
 #include "message-ids.h"
+#include "protection.h"
 #include "util.h"
 
 /* Device capacities learnt are saved at most this often (and at a stop). */
@@ -32,13 +33,47 @@ const char *manager_persistent_dir(const Manager *m) {
         return m->args.persistent_dir ?: manager_state_dir(m);
 }
 
-static void manager_notify_status(Manager *m) {
-        _cleanup_free_ char *s = NULL;
+/* The summary as numbers, device numbers for names: when it is what STATUS= was last made of, nothing
+ * is read or sent. */
+static char *status_key(const Manager *m, const ProtectionSummary *p) {
+        char *key = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&key, &size);
 
-        if (asprintf(&s, "Watching %zu cgroups, %zu under a policy (%zu policies loaded), %zu PSI triggers",
-                     m->observer->cgroups.n, m->n_with_policy, m->config->n_policies,
-                     trigger_set_armed(&m->triggers)) < 0)
+        if (!f)
+                return NULL;
+        fprintf(f, "%zu %zu %zu %zu %zu %zu %zu %zu", m->observer->cgroups.n, m->n_with_policy,
+                m->config->n_policies, trigger_set_armed(&m->triggers), p->n_protected, p->n_capped,
+                p->n_throttles, p->n_devices);
+        for (size_t i = 0; i < MIN(p->n_protected, (size_t) PROTECTION_NAMES_MAX); i++)
+                fprintf(f, "|%s", p->protected[i]);
+        for (size_t i = 0; i < MIN(p->n_capped, (size_t) PROTECTION_NAMES_MAX); i++)
+                fprintf(f, "|%s", p->capped[i]);
+        for (size_t i = 0; i < p->n_devices; i++)
+                fprintf(f, "|%" PRIu32 ":%" PRIu32, p->devices[i].major, p->devices[i].minor);
+        if (fclose(f) != 0) {
+                free(key);
+                return NULL;
+        }
+        return key;
+}
+
+/* STATUS=: what is watched, what is protected and who is capped for it, sent when it changes. */
+static void manager_notify_status(Manager *m) {
+        _cleanup_free_ char *s = NULL, *key = NULL, *line = NULL;
+        ProtectionSummary p;
+
+        protection_summary(m, &p);
+        key = status_key(m, &p);
+        if (!key || (m->status && streq_ptr(key, m->status_key)))
                 return;
+        line = protection_line(m, &p);
+        if (!line || asprintf(&s, "Watching %zu cgroups, %zu under a policy (%zu policies loaded), %zu PSI "
+                              "triggers; %s", m->observer->cgroups.n, m->n_with_policy, m->config->n_policies,
+                              trigger_set_armed(&m->triggers), line) < 0)
+                return;
+        free(m->status_key);
+        m->status_key = TAKE_PTR(key);
         if (streq_ptr(s, m->status))
                 return;
         (void) sd_notifyf(false, "STATUS=%s", s);
@@ -730,6 +765,7 @@ Manager *manager_free(Manager *m) {
         config_free(m->config);
         free(m->events);
         free(m->status);
+        free(m->status_key);
         free(m->capacities_file);
         free(m);
         return NULL;

@@ -232,8 +232,11 @@ void wp_enforce_observed_budgets(const WpCgroup *cg, size_t n, WritePointState *
                     !(a = wp_plan_add(plan, PA_SET_BUDGET, c)))
                         continue;
                 a->value = b->high;
-                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the dirty budget decided while "
-                         "it observed (dirty+writeback %" PRIu64 " bytes)", c->dirty);
+                /* The budget's own reason first: the mode change is only why it is written now. */
+                snprintf(a->reason, sizeof(a->reason), "%s: dirty+writeback %" PRIu64 " bytes, %" PRIu64 " allowed "
+                         "(decided while its policy observed; its policy enforces now)",
+                         b->cap ? "a capped writer's backlog" : b->guard ? "the global dirty guard" : "over DirtyLimit",
+                         c->dirty, b->limit ? b->limit : dirty_limit_bytes(c));
                 if (b->cap)
                         snprintf(a->lifts_when, sizeof(a->lifts_when), "with its io.max cap");
                 else

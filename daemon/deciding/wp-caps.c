@@ -386,7 +386,7 @@ void wp_enforce_observed_caps(const WpCgroup *cg, size_t n, const WpSettings *st
                               PointPlan *plan) {
         for (size_t i = 0; i < state->n_caps; i++) {
                 WpCap *cap = &state->caps[i];
-                const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);
+                const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id), *victim;
                 PointAction *a;
 
                 if (!cap->observed || !w || w->policy->mode != POLICY_MODE_ENFORCE || !(a = wp_plan_add(plan, PA_SET_CAP, w)))
@@ -395,7 +395,11 @@ void wp_enforce_observed_caps(const WpCgroup *cg, size_t n, const WpSettings *st
                 a->minor = cap->minor;
                 a->value = cap->wbps;
                 a->protected_id = cap->protected_id;
-                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the cap decided while it observed");
-                wp_cap_lifts_when(a, wp_find_cgroup(cg, n, cap->protected_id), st->guard_rate_ppm != 0);
+                victim = wp_find_cgroup(cg, n, cap->protected_id);
+                /* Whom it protects first: the mode change is only why it is written now. */
+                snprintf(a->reason, sizeof(a->reason), "%s is protected on %" PRIu32 ":%" PRIu32 " (decided while "
+                         "its policy observed; its policy enforces now)", victim ? victim->path : "a cgroup",
+                         cap->major, cap->minor);
+                wp_cap_lifts_when(a, victim, st->guard_rate_ppm != 0);
         }
 }

@@ -33,19 +33,30 @@ static void disk_numbers(int disk_fd, BlkQueue *q) {
         }
 }
 
-/* DEVNAME= of the disk's uevent; "MAJ:MIN" if it has none. */
-static void disk_name(int disk_fd, BlkQueue *q) {
+/* DEVNAME= of the uevent file `rel` below dir_fd into buf; "MAJ:MIN" if it has none. */
+static void uevent_name(int dir_fd, const char *rel, uint32_t major, uint32_t minor, char *buf, size_t size) {
         _cleanup_close_ int fd = -1;
-        char buf[512];
+        char text[512];
         const char *p;
         size_t len = 0;
 
-        if (kept_read(disk_fd, "uevent", &fd, buf, sizeof(buf), NULL) >= 0 && (p = strstr(buf, "DEVNAME=")) &&
-            (len = strcspn(p + 8, "\n")) > 0 && len < sizeof(q->name)) {
-                memcpy(q->name, p + 8, len);
-                q->name[len] = '\0';
+        if (dir_fd >= 0 && kept_read(dir_fd, rel, &fd, text, sizeof(text), NULL) >= 0 &&
+            (p = strstr(text, "DEVNAME=")) && (len = strcspn(p + 8, "\n")) > 0 && len < size) {
+                memcpy(buf, p + 8, len);
+                buf[len] = '\0';
         } else
-                snprintf(q->name, sizeof(q->name), "%" PRIu32 ":%" PRIu32, q->major, q->minor);
+                snprintf(buf, size, "%" PRIu32 ":%" PRIu32, major, minor);
+}
+
+static void disk_name(int disk_fd, BlkQueue *q) {
+        uevent_name(disk_fd, "uevent", q->major, q->minor, q->name, sizeof(q->name));
+}
+
+void blkdev_name(int sys_fd, uint32_t major, uint32_t minor, char *buf, size_t size) {
+        char rel[64];
+
+        snprintf(rel, sizeof(rel), "dev/block/%" PRIu32 ":%" PRIu32 "/uevent", major, minor);
+        uevent_name(sys_fd, rel, major, minor, buf, size);
 }
 
 /* The directory of block device major:minor's disk below sys_fd: its own, or its parent's for a partition. */

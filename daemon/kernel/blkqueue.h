@@ -37,6 +37,10 @@ void blkqueue_close(BlkQueue *q);
  * blk-cgroup name. Its own numbers if the disk's dev file cannot be read; -ENOENT: no such device. */
 int blkdev_disk_of(int sys_fd, uint32_t major, uint32_t minor, uint32_t *ret_major, uint32_t *ret_minor);
 
+/* The kernel's name of block device major:minor below sys_fd ("vda", "sda1": DEVNAME= of its uevent) into
+ * buf; "MAJ:MIN" when it cannot be read. */
+void blkdev_name(int sys_fd, uint32_t major, uint32_t minor, char *buf, size_t size);
+
 int blkqueue_read(int queue_fd, QueueKnob k, uint64_t *ret);
 /* The kernel's error as it is: -EINVAL for a depth the device or its scheduler refuses. */
 int blkqueue_write(int queue_fd, QueueKnob k, uint64_t value);

@@ -106,6 +106,12 @@ int method_list_events_with_fields(sd_bus_message *msg, void *userdata, sd_bus_e
 int api_append_event_fields(sd_bus_message *r, const Event *e);
 int method_list_throttles(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
+/* api-explain.c */
+int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* The cgroup's side of protection as a{sv} entries (docs/control-api.md, Explain): whether it is
+ * protected, its limit and stall and the caps held for it; else the caps held on it and whom for. */
+int api_append_protection(sd_bus_message *r, Manager *m, const CgEntry *e);
+
 /* api-history.c */
 int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 

@@ -33,6 +33,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_list_cgroups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetCgroup", "s", SD_BUS_PARAM(unit_or_path), "a{sv}", SD_BUS_PARAM(cgroup),
                                  method_get_cgroup, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Explain", "s", SD_BUS_PARAM(unit_or_path), "a{sv}", SD_BUS_PARAM(explanation),
+                                 method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListPolicies", "", , "aa{sv}", SD_BUS_PARAM(policies),
                                  method_list_policies, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetPolicy", "s", SD_BUS_PARAM(name), "a{sv}", SD_BUS_PARAM(policy),
