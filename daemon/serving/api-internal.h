@@ -58,6 +58,7 @@ typedef struct Api {
         size_t n_waiters;
         sd_event_source *wait_source;   /* answers waiters whose deadline passed */
         sd_event_source *throttles_source;      /* sends ThrottlesChanged once per loop iteration that changed them */
+        struct ApiProps *props;         /* api-props.c: the properties as last announced */
         /* AdminGroup= as last resolved */
         char *admin_group;
         bool have_admin_gid;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api-internal.h"
+#include "api-props.h"
 #include "util.h"
 
 static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -78,6 +79,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL("ThrottlesChanged", "", 0),
         SD_BUS_SIGNAL_WITH_NAMES("ActionFinished", "tssa{sv}",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(kind) SD_BUS_PARAM(state) SD_BUS_PARAM(action), 0),
+        API_PROPERTIES,
         SD_BUS_VTABLE_END,
 };
 
@@ -129,6 +131,7 @@ static void on_throttles_changed(void *userdata) {
         Api *a = userdata;
 
         (void) sd_event_source_set_enabled(a->throttles_source, SD_EVENT_ONESHOT);
+        api_props_touch(a);
 }
 
 static int throttles_signal_init(Api *a) {
@@ -150,6 +153,7 @@ static void on_event(const Event *e, void *userdata) {
         Api *a = userdata;
 
         transport_broadcast(a->transport, send_event, e);
+        api_props_touch(a);
 }
 
 int api_new(Manager *m, const char *path, Api **ret) {
@@ -166,6 +170,8 @@ int api_new(Manager *m, const char *path, Api **ret) {
         r = api_changes_init(a);
         if (r >= 0)
                 r = throttles_signal_init(a);
+        if (r >= 0)
+                r = api_props_init(a);
         if (r < 0)
                 return log_error_errno(r, "Cannot serve the control API: %m");
         m->events->hook = on_event;
@@ -186,6 +192,7 @@ Api *api_free(Api *a) {
                 a->manager->throttles_hook_userdata = NULL;
         }
         a->throttles_source = sd_event_source_disable_unref(a->throttles_source);
+        api_props_done(a);
         api_changes_done(a);
         transport_free(a->transport);
         free(a->admin_group);
