@@ -54,14 +54,20 @@ uint64_t write_latency_target(const Policy *p, const DaemonSettings *d, const Me
         return best;
 }
 
+/* Whether the cgroup was made while the daemon runs, WP_NEWBORN_USEC ago or less. */
+static bool newborn(const CgEntry *e, uint64_t now) {
+        return e->found_usec && now - e->found_usec < WP_NEWBORN_USEC;
+}
+
 /* One cgroup as the write point sees it, under policy p. */
 static WpCgroup wp_cgroup_of(const PointContext *ctx, const CgEntry *e, const CgroupSample *s, const Policy *p,
-                             uint64_t host_mem) {
+                             uint64_t host_mem, uint64_t now) {
         const Observer *o = ctx->observer;
         size_t n_devices = e->signals.valid ? e->signals.n_devices : 0;
 
         return (WpCgroup) {
                 .id = e->cg->id, .path = e->cg->path, .policy = p, .protect = p->protect,
+                .newborn = newborn(e, now),
                 /* A protected cgroup's devices are guarded while it runs: cgroup.events, through a kept fd. */
                 .running = p->protect && cgroup_populated(e->cg) > 0,
                 .io_limit_ppm = p->io_pressure_limit_ppm ?: ctx->config->daemon.io_pressure_limit_ppm,
@@ -177,7 +183,20 @@ static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
         w->swept_usec = now;
 }
 
-static size_t gather(const PointContext *ctx, const WritePointState *state, WpCgroup *out, size_t max) {
+/* A cgroup under no policy made beside a running protected one: in view from the tick it is found,
+ * sampled every pass while it is new, so that its cap is in place before its first write and goes
+ * if it does not write (WP_NEWBORN_USEC). Before its first sample it is seen empty. */
+static const CgroupSample *unmanaged_newborn(const PointContext *ctx, CgEntry *e, uint64_t now) {
+        static const CgroupSample empty;
+
+        if (e->policy || e->gone || !newborn(e, now))
+                return NULL;
+        observer_warm(ctx->observer, e);
+        return cg_entry_sample(e) ?: &empty;
+}
+
+static size_t gather(const PointContext *ctx, const WritePointState *state, WpCgroup *out, size_t max,
+                     uint64_t now) {
         const Observer *o = ctx->observer;
         uint64_t host_mem = system_meminfo(observer_system_sample(o), MEMINFO_MEM_TOTAL, 0);
         size_t n = 0, governed;
@@ -189,7 +208,7 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
 
                 if (!s)
                         continue;
-                out[n] = wp_cgroup_of(ctx, e, s, e->policy, host_mem);
+                out[n] = wp_cgroup_of(ctx, e, s, e->policy, host_mem, now);
                 protecting |= out[n++].protect;
         }
         /* Those the point holds a cap on stay in view after the protected cgroup has gone, until the
@@ -198,13 +217,13 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
                 return n;
         governed = n;
         for (size_t i = 0; i < o->cgroups.n && n < max && n - governed < WP_UNMANAGED_WRITERS_MAX; i++) {
-                const CgEntry *e = &o->cgroups.entries[i];
+                CgEntry *e = &o->cgroups.entries[i];
                 const CgroupSample *s = cg_entry_sample(e);
 
-                if (unmanaged_writer(e, s, state)) {
-                        out[n] = wp_cgroup_of(ctx, e, s, &writer_without_policy, host_mem);
-                        out[n++].implicit = true;
-                }
+                if (!unmanaged_writer(e, s, state) && !(protecting && (s = unmanaged_newborn(ctx, e, now))))
+                        continue;
+                out[n] = wp_cgroup_of(ctx, e, s, &writer_without_policy, host_mem, now);
+                out[n++].implicit = true;
         }
         keep_deepest(out, governed, &n);
         return n;
@@ -324,7 +343,7 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
                 .host_dirty_threshold = o->system_signals.dirty_threshold_bytes,
                 .manage_queue_depth = d->manage_queue_depth,
         };
-        size_t n = gather(ctx, &w->state, cgroups, ELEMENTSOF(cgroups)), nd = 0;
+        size_t n = gather(ctx, &w->state, cgroups, ELEMENTSOF(cgroups), now), nd = 0;
         bool protecting = false;
 
         for (size_t i = 0; i < n && !protecting; i++)

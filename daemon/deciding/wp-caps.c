@@ -45,9 +45,9 @@ uint64_t wp_guard_level(const WpDevice *dev, const WpSettings *st) {
 }
 
 /* Whether the cgroup's io.stat lists the device: it has done io there since it was made (and its io
- * controller is on). A standing guard goes only there: a cap on a cgroup that never wrote is a
- * write that fails or churns every tick, and a cgroup made for a new writer is capped at the
- * first tick it writes, as before. */
+ * controller is on). A standing guard goes only there, or to a cgroup made while the daemon runs
+ * (WpCgroup.newborn): one that has been there long and never wrote is unlikely to start, and a cap
+ * where the io controller is off is a write that fails at every tick. */
 static bool lists_device(const WpCgroup *c, uint32_t major, uint32_t minor) {
         for (size_t d = 0; d < c->n_devices; d++)
                 if (c->devices[d].major == major && c->devices[d].minor == minor)
@@ -303,16 +303,21 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                 size_t standing = standing_caps(cg, n, state);
 
                 for (size_t i = 0; i < n; i++) {
-                        bool idle = !wp_writing(&cg[i]);
+                        const WpCgroup *c = &cg[i];
+                        bool idle = !wp_writing(c);
                         size_t before = state->n_caps;
 
-                        /* A cgroup under no policy only once it writes: a host has hundreds that once
-                         * wrote a log line, and a new writer among them is capped at its first tick. */
-                        if (!wp_may_cap(&cg[i], s->victim) || !lists_device(&cg[i], s->major, s->minor) ||
-                            (idle && (cg[i].implicit || standing >= WP_CAPS_MAX / 2)) ||
-                            wp_find_cap(state, cg[i].id, s->major, s->minor))
+                        /* A cgroup under no policy only once it writes (a host has hundreds that once
+                         * wrote a log line, and a new writer among them is capped at its first tick),
+                         * or while it is new: made beside a running protected cgroup, it is most
+                         * likely a writer's, and the cap is in place before its first write. */
+                        if (!wp_may_cap(c, s->victim) || (!lists_device(c, s->major, s->minor) && !c->newborn) ||
+                            (idle && ((c->implicit && !c->newborn) || standing >= WP_CAPS_MAX / 2)) ||
+                            wp_find_cap(state, c->id, s->major, s->minor))
                                 continue;
-                        cap_writer(&cg[i], s, dev, 0, true, st, now, state, plan);
+                        cap_writer(c, s, dev, 0, true, st, now, state, plan);
+                        if (state->n_caps > before)
+                                state->caps[state->n_caps - 1].ahead = idle && c->newborn;
                         standing += idle && state->n_caps > before;
                 }
         }

@@ -129,6 +129,37 @@ static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lif
         return true;
 }
 
+/* A cap set on a new cgroup before it wrote: kept once it writes, lifted if it has not written by the
+ * end of WP_NEWBORN_USEC (a cgroup of a service that only reads, or a slice). True: the cap is settled
+ * for this tick (kept as it is, or lifted); *ret_full: the plan had no room. */
+static bool settle_ahead(WpCap *cap, const WpCgroup *w, WritePointState *state, PointPlan *plan, bool *ret_full) {
+        PointAction *a;
+
+        *ret_full = false;
+        if (!cap->ahead || !w)
+                return false;
+        if (wp_writing(w)) {
+                cap->ahead = false;
+                return false;
+        }
+        if (w->newborn)
+                return true;
+        a = wp_plan_add(plan, PA_LIFT_CAP, w);
+        if (!a) {
+                *ret_full = true;
+                return true;
+        }
+        a->major = cap->major;
+        a->minor = cap->minor;
+        a->previous = cap->wbps;
+        a->value = UINT64_MAX;
+        a->protected_id = cap->protected_id;
+        snprintf(a->reason, sizeof(a->reason), "capped when it was made, beside a protected cgroup; it has "
+                 "not written since");
+        wp_remove_cap(state, cap);
+        return true;
+}
+
 /* Caps where nobody stalls now: raised, by the latency or creeping, or lifted after the hold time. */
 void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                    size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
@@ -140,7 +171,13 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                 WpDeviceQuiet *q = wp_quiet_of(state, cap->major, cap->minor, false);
                 bool lift, by_latency;
                 uint64_t want = 0;
+                bool full;
 
+                if (settle_ahead(cap, w, state, plan, &full)) {
+                        if (full)
+                                return;
+                        continue;
+                }
                 if (w && stalling_on(stalls, n_stalls, cap->major, cap->minor))
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;

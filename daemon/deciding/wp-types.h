@@ -29,6 +29,10 @@
 #define WP_GUARD_WAIT_MIN_PPM 10000     /* an io stall that keeps a protected cgroup active on its devices */
 #define WP_CAP_BACKLOG_USEC (1000 * 1000) /* a capped writer's dirty+writeback: this long at its cap... */
 #define WP_CAP_BACKLOG_MIN (UINT64_C(16) << 20)        /* ...but at least this much */
+/* A cgroup made while the daemon runs is new for this long: made beside a running protected cgroup,
+ * it is capped on the guarded devices before its first write (a writer's cgroup is made, then its
+ * process starts), and the cap goes at the end of this time if it has not written. */
+#define WP_NEWBORN_USEC (10 * 1000 * 1000)
 /* A shallow device queue. 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ). Each of a
  * protected cgroup's dependent writes waits behind up to that many of the writers' requests, so
  * their size is the wait: on the reference kernel's 16 MiB/s disk a request of 128 KiB is 8 ms
@@ -47,6 +51,7 @@ typedef struct WpCgroup {
                                          * (CapWritersWithoutPolicy=); only gathered while it writes or
                                          * is capped */
         bool protect;
+        bool newborn;                   /* made while the daemon runs, WP_NEWBORN_USEC ago or less */
         bool running;                   /* protected: a process is in it (cgroup.events "populated"); the
                                          * devices its io.stat lists are guarded while it runs */
         uint32_t io_limit_ppm;          /* effective IOPressureLimit= */
@@ -97,6 +102,7 @@ typedef struct WpCap {
         uint64_t busy_since_usec;       /* IOLatencyTarget=: since when its writer uses three quarters of it, as
                                            the raises saw it (0: it does not) */
         bool observed;                  /* decided while its policy only observed: not written */
+        bool ahead;                     /* set on a new cgroup before it wrote; false once it writes */
 } WpCap;
 
 /* A protected cgroup's io stall: what it has with nobody else writing to its

@@ -750,6 +750,41 @@ static void test_writer_without_policy_capped_once_it_writes(void **s) {
         assert_false(must(PA_SET_CAP, 3)->observe);
 }
 
+/* A cgroup made beside a running protected one is capped on the guarded device before it has done any
+ * io, under a policy or not: a writer's cgroup is made, then its process starts, and a cap that comes at
+ * its first write comes after the flusher has queued its first second on the device. One that has not
+ * written by the end of WP_NEWBORN_USEC has its cap lifted and is not capped again while it is idle; one
+ * that writes keeps it. */
+static void test_new_cgroup_capped_before_its_first_write(void **s) {
+        st.guard_rate_ppm = 700000;
+        cg[0].running = true;
+        cg[1].implicit = cg[1].newborn = true;
+        cg[1].n_devices = 0;    /* its io.stat lists no device yet */
+        cg[1].dirty = 0;
+        cg[2].newborn = true;
+        cg[2].n_devices = 0;
+        decide(1 * SEC);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        /* cgroup 2 starts writing; cgroup 3 never does. */
+        cg[1].dirty = 200 * MIB;
+        decide(2 * SEC);
+        assert_null(find(PA_LIFT_CAP, 2));
+        cg[1].newborn = cg[2].newborn = false;
+        cg[1].dirty = 0;        /* a pause between two files: still a writer's cap */
+        decide(12 * SEC);
+        assert_null(find(PA_LIFT_CAP, 2));
+        assert_non_null(strstr(must(PA_LIFT_CAP, 3)->reason, "has not written since"));
+        for (size_t i = 0; i < state.n_caps; i++)
+                assert_int_not_equal(state.caps[i].cgroup_id, 3);
+        decide(13 * SEC);
+        assert_null(find(PA_SET_CAP, 3));
+        /* Not new: an idle cgroup under no policy that has never done io there is left alone. */
+        memset(&state, 0, sizeof(state));
+        decide(14 * SEC);
+        assert_null(find(PA_SET_CAP, 2));
+}
+
 /* IOLatencyTarget=: the victim's io wait per request over the tick (stall time over requests). */
 static void victim_waits(uint64_t stall_usec, uint64_t ios) {
         cg[0].io_stall_usec = stall_usec;
@@ -1207,6 +1242,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_caps_a_dirtier_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_guard_without_capacity, setup),
                 cmocka_unit_test_setup(test_guard_stands_before_the_first_write, setup),
+                cmocka_unit_test_setup(test_new_cgroup_capped_before_its_first_write, setup),
                 cmocka_unit_test_setup(test_latency_cuts_the_cap_in_proportion, setup),
                 cmocka_unit_test_setup(test_latency_raises_the_cap_past_the_guard, setup),
                 cmocka_unit_test_setup(test_latency_a_drained_queue_needs_no_second_cut, setup),
