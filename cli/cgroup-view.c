@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "cgroup-view.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,8 +95,68 @@ static const char *cell_rate(char buf[static 32], const Value *v, const char *pa
         return buf;
 }
 
+const char *text_rate(char buf[static 32], uint64_t bytes_per_sec) {
+        snprintf(buf, 32, "%" PRIu64 ".%" PRIu64 " MiB/s", bytes_per_sec >> 20, (bytes_per_sec & 0xFFFFF) * 10 >> 20);
+        return buf;
+}
+
+const char *text_device(char buf[static 64], const Value *v) {
+        const char *dev = value_get_str(v, "device"), *name = value_get_str(v, "device_name");
+
+        if (!dev)
+                return NULL;
+        if (name && !streq(name, dev))
+                snprintf(buf, 64, "%s (%s)", name, dev);
+        else
+                snprintf(buf, 64, "%s", dev);
+        return buf;
+}
+
+/* A run of digits at s that is a figure in bytes (six digits or more), and how many bytes of s it takes. */
+static bool byte_figure(const char *s, uint64_t *ret, size_t *ret_len) {
+        size_t n = strspn(s, "0123456789");
+        char digits[24];
+
+        if (n < 6 || n >= sizeof(digits))
+                return false;
+        memcpy(digits, s, n);
+        digits[n] = '\0';
+        *ret_len = n;
+        return parse_uint_range(digits, 0, UINT64_MAX, ret) >= 0;
+}
+
+const char *text_humanize(char *buf, size_t size, const char *s) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        while (s && *s && off + 1 < size) {
+                uint64_t v;
+                size_t n;
+                char h[32];
+
+                /* Within a word ("id123456") a number is a name's, not a figure. */
+                if ((off == 0 || !isalnum((unsigned char) s[-1])) && byte_figure(s, &v, &n)) {
+                        s += n;
+                        if (strncmp(s, " B/s", 4) == 0) {
+                                s += 4;
+                                text_rate(h, v);
+                        } else {
+                                format_size(h, v);
+                                if (strncmp(s, " bytes", 6) == 0)
+                                        s += 6;
+                        }
+                        off += (size_t) snprintf(buf + off, size - off, "%s", h);
+                } else
+                        buf[off++] = *s++;
+                if (off >= size)
+                        off = size - 1;
+                buf[off] = '\0';
+        }
+        return buf;
+}
+
 const char *cell_throttle(char buf[static 48], const Value *t, bool device) {
-        const char *knob = value_get_str(t, "knob"), *dev = value_get_str(t, "device");
+        const char *knob = value_get_str(t, "knob"), *dev = value_get_str(t, "device_name") ?: value_get_str(t, "device");
         char v[32];
 
         if (!knob || !cell_size(v, t, "value"))
@@ -212,5 +273,46 @@ const char *cell_time(char buf[static 32], const Value *v, const char *path) {
         if (!localtime_r(&s, &tm) ||
             strftime(buf, 32, MAX(usec, now) - MIN(usec, now) < CLOCK_SPAN_USEC ? "%H:%M:%S" : "%Y-%m-%d", &tm) == 0)
                 return NULL;
+        return buf;
+}
+
+/* "db.service, pg.service and 3 more": the names an array holds of `n`. */
+static const char *names_text(char *buf, size_t size, const Value *names, uint64_t n) {
+        size_t off = 0, shown = names && names->kind == VALUE_ARRAY ? names->n : 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < shown && off < size; i++)
+                off += (size_t) snprintf(buf + off, size - off, "%s%s",
+                                         i == 0 ? "" : i + 1 == shown && n == shown ? " and " : ", ",
+                                         names->items[i].s ? names->items[i].s : "-");
+        if (n > shown && off < size)
+                snprintf(buf + off, size - off, " and %" PRIu64 " more", n - shown);
+        return buf;
+}
+
+const char *protection_text(char *buf, size_t size, const Value *st) {
+        uint64_t np = 0, nc = 0, held = 0;
+        char prot[256], capped[256], devs[128];
+
+        (void) value_get_u64(st, "protected_cgroups", &np);
+        (void) value_get_u64(st, "writers_capped", &nc);
+        (void) value_get_u64(st, "throttles_held", &held);
+        if (!value_get(st, "protected_cgroups"))
+                snprintf(buf, size, "- (this mdreclaimd does not say)");
+        else if (np == 0)
+                snprintf(buf, size, "nothing (no policy with Protect=yes governs a cgroup); %" PRIu64 " throttle%s "
+                         "held", held, held == 1 ? "" : "s");
+        else if (nc == 0)
+                snprintf(buf, size, "%s; no writer capped; %" PRIu64 " throttle%s held",
+                         names_text(prot, sizeof(prot), value_get(st, "protected_units"), np), held,
+                         held == 1 ? "" : "s");
+        else {
+                const Value *d = value_get(st, "capped_devices");
+                snprintf(buf, size, "%s; %" PRIu64 " writer%s capped on %s: %s; %" PRIu64 " throttle%s held",
+                         names_text(prot, sizeof(prot), value_get(st, "protected_units"), np), nc, nc == 1 ? "" : "s",
+                         names_text(devs, sizeof(devs), d, d ? d->n : 0),
+                         names_text(capped, sizeof(capped), value_get(st, "capped_writers"), nc), held,
+                         held == 1 ? "" : "s");
+        }
         return buf;
 }

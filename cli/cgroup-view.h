@@ -43,3 +43,14 @@ const char *cell_size(char buf[static 32], const Value *v, const char *path);
 /* A time (microseconds since the epoch at `path`): "14:02:11" within 20 hours of now, "2024-05-01" otherwise. */
 const char *cell_time(char buf[static 32], const Value *v, const char *path);
 const char *cell_ppm(char buf[static 32], const Value *v, const char *path);
+
+/* Text for people: "12.0 MiB/s". */
+const char *text_rate(char buf[static 32], uint64_t bytes_per_sec);
+/* The device of a throttle or cap (its "device" and "device_name"): "vda (8:0)", "8:0"; NULL: none. */
+const char *text_device(char buf[static 64], const Value *v);
+/* A daemon's reason with its figures for people: "12582912 B/s" as "12.0 MiB/s", "16777216 bytes" and
+ * other figures of six digits or more as "16.0M". */
+const char *text_humanize(char *buf, size_t size, const char *s);
+/* What GetStatus says is protected and capped, in a line: "db.service; 1 writer capped on vda:
+ * writer.service; 2 throttles held", "nothing (no policy ...)". */
+const char *protection_text(char *buf, size_t size, const Value *st);

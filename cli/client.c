@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "name-escape.h"
 #include "util.h"
 
 /* A D-Bus address escapes everything but [-0-9A-Za-z_/.\]. */
@@ -141,4 +142,24 @@ int client_call(sd_bus *bus, const char *what, const char *method, Value *ret, c
         }
         sd_bus_message_unref(reply);
         return r;
+}
+
+char *client_name_arg(const char *s) {
+        char *out = malloc(strlen(s) * 4 + 1), *p = out;
+
+        if (!out)
+                return NULL;
+        while (*s) {
+                char piece[NAME_PIECE_MAX];
+
+                /* A backslash the user typed stays one: an escape of the names the daemon shows. */
+                if (*s == '\\') {
+                        *p++ = *s++;
+                        continue;
+                }
+                s += name_escape_piece(s, piece);
+                p = stpcpy(p, piece);
+        }
+        *p = '\0';
+        return out;
 }

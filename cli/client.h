@@ -40,3 +40,11 @@ int client_call_rawv(sd_bus *bus, const char *what, const char *method, sd_bus_m
 
 /* Prints a failure that happened on an open connection (not the daemon's error). */
 int client_fail(const char *what, int r);
+
+/*
+ * A unit name or cgroup path from the command line, fit to send: the bytes
+ * that are not valid UTF-8 and the control characters in the escaped form of
+ * names (name-escape.h), the rest as typed (a backslash too: the escapes mdctl
+ * prints are taken back as typed). NULL: out of memory.
+ */
+char *client_name_arg(const char *s);

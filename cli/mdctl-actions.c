@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cgroup-view.h"
 #include "client.h"
@@ -177,20 +178,73 @@ static int act(sd_bus *bus, const Args *a, const char *what, const char *method,
         return r;
 }
 
-int verb_reclaim(sd_bus *bus, const Args *a) {
-        char what[300];
+/* A yes on the terminal: 1; anything else 0. */
+static int ask_yes(void) {
+        char line[16];
 
-        snprintf(what, sizeof(what), "cannot reclaim from %s", a->argv[1]);
-        return act(bus, a, what, "Reclaim", "stb", a->argv[1], a->have_bytes ? a->bytes : UINT64_C(0),
+        if (!fgets(line, sizeof(line), stdin))
+                return 0;
+        return streq(line, "y\n") || streq(line, "Y\n") || streq(line, "yes\n");
+}
+
+/*
+ * A reclaim of a protected cgroup (Protect=yes) takes the cache its service
+ * reads from, which it then reads from the disk again: said first, and asked
+ * on a terminal; without one, refused unless --yes. 0 to go on, else the error.
+ */
+static int confirm_protected(sd_bus *bus, const Args *a, const char *what, const char *name) {
+        Value x = {};
+        char size[32];
+        bool protect;
+        int r = client_call(bus, what, "Explain", &x, "s", name);
+
+        if (r < 0 || a->yes)
+                return value_clear(&x), r < 0 ? r : 0;
+        protect = value_is_true(&x, "protect");
+        if (protect)
+                fprintf(stderr, "%s is protected (policy '%s', Protect=yes): the reclaim takes %s of its memory, "
+                        "%s, and its reads then wait for the disk.\n", name, value_get_str(&x, "policy") ?: "-",
+                        a->have_bytes ? format_size(size, a->bytes) : "all that can be freed",
+                        a->cache_only ? "its cache only" : "cache first");
+        value_clear(&x);
+        if (!protect)
+                return 0;
+        if (!isatty(STDIN_FILENO)) {
+                fprintf(stderr, "mdctl: not reclaiming from the protected %s without a terminal to ask on; "
+                        "--yes reclaims all the same\n", name);
+                return -ECANCELED;
+        }
+        fputs("Reclaim all the same? [y/N] ", stderr);
+        if (ask_yes())
+                return 0;
+        fprintf(stderr, "mdctl: nothing reclaimed\n");
+        return -ECANCELED;
+}
+
+int verb_reclaim(sd_bus *bus, const Args *a) {
+        _cleanup_free_ char *name = client_name_arg(a->argv[1]);
+        char what[300];
+        int r;
+
+        if (!name)
+                return client_fail("cannot reclaim", -ENOMEM);
+        snprintf(what, sizeof(what), "cannot reclaim from %s", name);
+        r = confirm_protected(bus, a, what, name);
+        if (r < 0)
+                return r;
+        return act(bus, a, what, "Reclaim", "stb", name, a->have_bytes ? a->bytes : UINT64_C(0),
                    (int) a->cache_only);
 }
 
 int verb_writeback(sd_bus *bus, const Args *a) {
+        _cleanup_free_ char *name = client_name_arg(a->argv[1]);
         char what[300];
 
-        snprintf(what, sizeof(what), "cannot write back %s", a->argv[1]);
+        if (!name)
+                return client_fail("cannot write back", -ENOMEM);
+        snprintf(what, sizeof(what), "cannot write back %s", name);
         /* Waited for here, not by the daemon: a wait of its own would not survive a lost connection. */
-        return act(bus, a, what, "Writeback", "sb", a->argv[1], 0);
+        return act(bus, a, what, "Writeback", "sb", name, 0);
 }
 
 /* ---- action ---- */

@@ -2,8 +2,10 @@
 /* status, list, show, top, reclaim, writeback, reload. */
 #include "mdctl.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
@@ -40,6 +42,11 @@ static void status_host(const Value *st) {
               or_dash(cell_ppm(is, st, "system.io_stall.some_ppm")));
 }
 
+static const char *ppm_text(char buf[static 32], uint64_t ppm) {
+        snprintf(buf, 32, "%" PRIu64 ".%02" PRIu64 "%%", ppm / 10000, ppm / 100 % 100);
+        return buf;
+}
+
 static void status_print(const Value *st) {
         uint64_t pid = 0, started = 0, n = 0, np = 0, pol = 0, trig = 0, wake = 0, interval = 0, ticks = 0,
                  first = 0, next = 0, conns = 0;
@@ -70,6 +77,10 @@ static void status_print(const Value *st) {
         field("Events", "%" PRIu64 " recorded, %" PRIu64 " kept", next ? next - 1 : 0, next - first);
         field("Control", "%s, %" PRIu64 " connection%s", or_dash(value_get_str(st, "control_socket")), conns,
               conns == 1 ? "" : "s");
+        {
+                char text[1024];
+                field("Protecting", "%s", protection_text(text, sizeof(text), st));
+        }
         status_access(st);
         status_host(st);
 }
@@ -199,7 +210,50 @@ static void show_latency_target(const Value *c) {
         field("IO wait target", "%" PRIu64 ".%" PRIu64 " ms per request (%s)", t / 1000, t / 100 % 10, by);
 }
 
-static void show_print(const Value *c, const Value *throttles) {
+/* "writer.service at 12.0 MiB/s on vda (8:0)", one line per cap of Explain's `key` array. */
+static void show_caps(const Value *x, const char *key, const char *label) {
+        const Value *caps = value_get(x, key);
+        size_t n = caps && caps->kind == VALUE_ARRAY ? caps->n : 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const Value *c = &caps->items[i];
+                char rate[32], dev[64];
+                uint64_t wbps = 0;
+
+                (void) value_get_u64(c, "wbps", &wbps);
+                field(i == 0 ? label : "", "%s at %s on %s%s",
+                      or_dash(value_get_str(c, "unit") ?: value_get_str(c, "path")), text_rate(rate, wbps),
+                      or_dash(text_device(dev, c)), value_is_true(c, "observed") ? " (observed, not written)" : "");
+        }
+        if (n == 0)
+                field(label, "nobody ('mdctl explain %s' says why)",
+                      or_dash(value_get_str(x, "unit") ?: value_get_str(x, "path")));
+}
+
+/* The protected side (its limit, its stall, the writers capped for it), or whom a writer is capped for. */
+static void show_protection(const Value *x) {
+        uint64_t limit = 0, smooth = 0, base = 0, now = 0;
+        char l[32], sm[32], b[32], nw[32];
+
+        if (!value_is_true(x, "protect")) {
+                show_caps(x, "capped_for", "Capped for");
+                return;
+        }
+        (void) value_get_u64(x, "io_pressure_limit_ppm", &limit);
+        (void) value_get_u64(x, "io_baseline_ppm", &base);
+        field("Protected", "yes (policy '%s', Mode=%s): io stall limit %s (IOPressureLimit=) + baseline %s",
+              or_dash(value_get_str(x, "policy")), or_dash(value_get_str(x, "mode")), ppm_text(l, limit),
+              ppm_text(b, base));
+        if (value_get_u64(x, "io_stall_smoothed_ppm", &smooth))
+                field("Stalled", "%s smoothed, %s over the last tick, against %s (%s)", ppm_text(sm, smooth),
+                      value_get_u64(x, "io_stall_ppm", &now) ? ppm_text(nw, now) : "-", ppm_text(l, limit + base),
+                      smooth > limit + base ? "over the limit" : "under the limit");
+        else
+                field("Stalled", "not measured yet (no io stall figure from the write point)");
+        show_caps(x, "capped_for_it", "Capped for it");
+}
+
+static void show_print(const Value *c, const Value *throttles, const Value *x) {
         const char *unit = value_get_str(c, "unit"), *policy = value_get_str(c, "policy");
         uint64_t id = 0;
 
@@ -210,6 +264,8 @@ static void show_print(const Value *c, const Value *throttles) {
                 field("Policy", "%s (mode %s)", policy, or_dash(value_get_str(c, "mode")));
         else
                 field("Policy", "none");
+        if (x)
+                show_protection(x);
         show_memory(c);
         show_limits(c);
         show_signals(c);
@@ -217,20 +273,87 @@ static void show_print(const Value *c, const Value *throttles) {
         show_throttles(c, throttles);
 }
 
-int verb_show(sd_bus *bus, const Args *a) {
-        Value c = {}, throttles = {};
+/* Explain's members after GetCgroup's, those it has already left out: one object for --json. */
+static int merge_members(Value *into, Value *from) {
+        Value *items;
+        size_t n = into->n;
+
+        if (into->kind != VALUE_OBJECT || from->kind != VALUE_OBJECT)
+                return 0;
+        items = realloc(into->items, (into->n + from->n) * sizeof(Value));
+        if (!items)
+                return -ENOMEM;
+        into->items = items;
+        for (size_t i = 0; i < from->n; i++) {
+                if (value_get(into, from->items[i].key))
+                        value_clear(&from->items[i]);
+                else
+                        into->items[n++] = from->items[i];
+        }
+        into->n = n;
+        from->n = 0;
+        return 0;
+}
+
+/* GetCgroup and Explain of a name as typed (escaped where it is not UTF-8). */
+static int get_cgroup(sd_bus *bus, const char *arg, Value *ret_c, Value *ret_x) {
+        _cleanup_free_ char *name = client_name_arg(arg);
         char what[300];
         int r;
 
-        snprintf(what, sizeof(what), "cannot show %s", a->argv[1]);
-        r = client_call(bus, what, "GetCgroup", &c, "s", a->argv[1]);
-        if (r >= 0 && a->json)
-                print_json(&c);
-        else if (r >= 0 && (r = client_call(bus, what, "ListThrottles", &throttles, "")) >= 0)
-                show_print(&c, &throttles);
+        if (!name)
+                return client_fail("cannot show it", -ENOMEM);
+        snprintf(what, sizeof(what), "cannot show %s", name);
+        r = client_call(bus, what, "GetCgroup", ret_c, "s", name);
+        if (r >= 0 && ret_x)
+                r = client_call(bus, what, "Explain", ret_x, "s", name);
+        return r;
+}
+
+int verb_show(sd_bus *bus, const Args *a) {
+        Value c = {}, throttles = {}, x = {};
+        int r = get_cgroup(bus, a->argv[1], &c, &x);
+
+        if (r >= 0 && a->json) {
+                r = merge_members(&c, &x);
+                if (r >= 0)
+                        print_json(&c);
+                else
+                        client_fail("cannot show it", r);
+        } else if (r >= 0 && (r = client_call(bus, "cannot list the throttles", "ListThrottles", &throttles, "")) >= 0)
+                show_print(&c, &throttles, &x);
         value_clear(&c);
+        value_clear(&x);
         value_clear(&throttles);
         return r < 0 ? r : 0;
+}
+
+int verb_explain(sd_bus *bus, const Args *a) {
+        _cleanup_free_ char *name = client_name_arg(a->argv[1]);
+        const Value *answer;
+        Value x = {};
+        char what[300];
+        int r;
+
+        if (!name)
+                return client_fail("cannot explain it", -ENOMEM);
+        snprintf(what, sizeof(what), "cannot explain %s", name);
+        r = client_call(bus, what, "Explain", &x, "s", name);
+        if (r < 0)
+                return r;
+        answer = value_get(&x, "answer");
+        if (a->json)
+                print_json(&x);
+        else {
+                const char *unit = value_get_str(&x, "unit");
+
+                printf("%s%s%s%s: ", or_dash(value_get_str(&x, "path")), unit ? " (" : "", unit ? unit : "",
+                       unit ? ")" : "");
+                for (size_t i = 0; answer && answer->kind == VALUE_ARRAY && i < answer->n; i++)
+                        printf(i == 0 ? "%s\n" : "  - %s\n", or_dash(answer->items[i].s));
+        }
+        value_clear(&x);
+        return 0;
 }
 
 int verb_top(sd_bus *bus, const Args *a) {

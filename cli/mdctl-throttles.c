@@ -2,6 +2,7 @@
 /* throttles, release, and the throttles `show` lists for one cgroup. */
 #include "mdctl.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,16 +129,18 @@ int verb_throttles(sd_bus *bus, const Args *a) {
 
 /* ---- show ---- */
 
-/* "6.0M/s on 8:0" or "88.0M", and what it replaced. */
+/* "io.max wbps=12.0 MiB/s on vda (8:0)" or "memory.high=88.0M", and what it replaced. */
 static void show_throttle(const Value *t) {
-        char v[32], was[32], when[32], ago[32], until[32];
+        char v[32], was[32], when[32], ago[32], until[32], dev[64], text[600];
         const char *points = points_cell(t);
-        uint64_t since = 0, released = 0;
+        uint64_t since = 0, released = 0, wbps = 0;
 
         (void) cell_size(v, t, "value");
         (void) original_cell(was, t);
+        if (is_io(t) && value_get_u64(t, "value", &wbps))
+                text_rate(v, wbps);
         if (is_io(t))
-                field("Throttle", "io.max wbps=%s/s on %s (was %s)", v, or_dash(value_get_str(t, "device")), was);
+                field("Throttle", "io.max wbps=%s on %s (was %s)", v, or_dash(text_device(dev, t)), was);
         else
                 field("Throttle", "memory.high=%s (was %s)", v, was);
         if (value_get_u64(t, "since_realtime_usec", &since))
@@ -145,7 +148,8 @@ static void show_throttle(const Value *t) {
                       format_span(ago, u64_delta(now_usec(CLOCK_REALTIME), since)),
                       !points ? "nobody now: being lifted" : streq(points, "both") ? "both points" :
                       streq(points, "write") ? "the write point" : "the allocation point");
-        field("Why", "%s", or_dash(value_get_str(t, "reason")));
+        field("Why", "%s", or_dash(value_get_str(t, "reason") ?
+                                   text_humanize(text, sizeof(text), value_get_str(t, "reason")) : NULL));
         field("Lifts", "%s", or_dash(value_get_str(t, "lifts_when")));
         if (value_get_u64(t, "released_until_usec", &released))
                 field("Released", "until %s; being lifted", format_time(until, released));
@@ -183,6 +187,8 @@ void show_throttles(const Value *c, const Value *throttles) {
 /* ---- release ---- */
 
 int check_release_args(const Args *a) {
+        if (a->end && a->have_for)
+                return usage_error("release --end ends a release now; --for does not go with it");
         if (a->all && a->argc > 1)
                 return usage_error("release takes a unit or cgroup path, or --all, not both");
         if (!a->all && a->argc < 2)
@@ -192,11 +198,18 @@ int check_release_args(const Args *a) {
 
 int verb_release(sd_bus *bus, const Args *a) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *target = a->all ? "" : a->argv[1];
+        _cleanup_free_ char *target = client_name_arg(a->all ? "" : a->argv[1]);
         char what[300];
         int r;
 
-        snprintf(what, sizeof(what), "cannot release %s", a->all ? "every cgroup" : target);
-        r = client_call_raw(bus, what, "Release", &reply, "st", target, a->have_for ? a->for_usec : UINT64_C(0));
+        if (!target)
+                return client_fail("cannot release", -ENOMEM);
+        snprintf(what, sizeof(what), "cannot %s %s", a->end ? "end the release of" : "release",
+                 a->all ? "every cgroup" : target);
+        if (a->end)
+                r = client_call_raw(bus, what, "EndRelease", &reply, "s", target);
+        else
+                r = client_call_raw(bus, what, "Release", &reply, "st", target,
+                                    a->have_for ? a->for_usec : UINT64_C(0));
         return r < 0 ? r : print_result(reply, a);
 }

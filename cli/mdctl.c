@@ -30,12 +30,16 @@ static void help(void) {
                "  list [--sort KEY] [--tree] [-o COLS]\n"
                "                                every cgroup watched (KEY: dirty, pressure, memory,\n"
                "                                name); --tree: as the cgroup hierarchy\n"
-               "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup)\n"
+               "  show UNIT|CGROUP              one cgroup in full (a path starting with / is a cgroup);\n"
+               "                                protected: its limit, its stall, the writers capped for it\n"
+               "  explain UNIT|CGROUP           why its writes are capped or not; protected: who is capped\n"
+               "                                for it, or why nobody is (from the daemon's own state)\n"
                "  top [--sort KEY] [-d|--delay T] [-n|--iterations N] [-o COLS]\n"
                "                                live view; q quits, d/p/m/n sort, space refreshes\n"
-               "  reclaim UNIT [--bytes SIZE] [--cache-only] [--wait [--timeout TIME]]\n"
+               "  reclaim UNIT [--bytes SIZE] [--cache-only] [--wait [--timeout TIME]] [--yes]\n"
                "                                reclaim memory of a cgroup now; prints the action's id,\n"
-               "                                with --wait its result (freed, how long)\n"
+               "                                with --wait its result (freed, how long); a protected one\n"
+               "                                asks first on a terminal (--yes: do not ask)\n"
                "  writeback UNIT [--wait [--timeout TIME]]\n"
                "                                write back a cgroup's dirty data now and wait for the\n"
                "                                writes; with --wait the result (files, dirty+writeback\n"
@@ -47,6 +51,8 @@ static void help(void) {
                "  release UNIT [--for TIME] | --all\n"
                "                                lift a cgroup's throttles (or every cgroup's) now and\n"
                "                                set none for TIME (default 10min)\n"
+               "  release --end UNIT | --end --all\n"
+               "                                end a release early: the points may throttle it again\n"
                "  policy list                   the policies loaded\n"
                "  policy show NAME              one policy: its file and every effective setting\n"
                "  policy set NAME KEY=VALUE...  set keys of a policy (created if needed), persisted in\n"
@@ -89,7 +95,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT, ARG_YES, ARG_END,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -173,6 +179,8 @@ static int parse_option(int c, Args *a) {
                 a->have_for = true;
                 break;
         case ARG_ALL: a->all = true; break;
+        case ARG_END: a->end = true; break;
+        case ARG_YES: a->yes = true; break;
         case 'o': case ARG_OUTPUT: a->output = optarg; break;
         case ARG_TREE: a->tree = true; break;
         case ARG_VIEW:
@@ -206,6 +214,8 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
+                { "end", no_argument, NULL, ARG_END },
+                { "yes", no_argument, NULL, ARG_YES },
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "tree", no_argument, NULL, ARG_TREE },
                 { "view", required_argument, NULL, ARG_VIEW },
@@ -259,7 +269,7 @@ static int parse_args(int argc, char **argv, Args *a) {
 enum {
         OPT_SORT = 1 << 0, OPT_BYTES = 1 << 1, OPT_WAIT = 1 << 2, OPT_FOLLOW = 1 << 3, OPT_TOP = 1 << 4,
         OPT_RELEASE = 1 << 5, OPT_EVENTS = 1 << 6, OPT_SINCE = 1 << 7, OPT_OUTPUT = 1 << 8, OPT_TREE = 1 << 9,
-        OPT_VIEW = 1 << 10,
+        OPT_VIEW = 1 << 10, OPT_YES = 1 << 11,
 };
 
 typedef struct Verb {
@@ -274,8 +284,9 @@ static const Verb verbs[] = {
         { "status", 0, 0, 0, verb_status },
         { "list", 0, 0, OPT_SORT | OPT_OUTPUT | OPT_TREE, verb_list, cgroup_columns },
         { "show", 1, 1, 0, verb_show },
+        { "explain", 1, 1, 0, verb_explain },
         { "top", 0, 0, OPT_SORT | OPT_TOP | OPT_OUTPUT, verb_top, cgroup_columns },
-        { "reclaim", 1, 1, OPT_BYTES | OPT_WAIT, verb_reclaim },
+        { "reclaim", 1, 1, OPT_BYTES | OPT_WAIT | OPT_YES, verb_reclaim },
         { "writeback", 1, 1, OPT_WAIT, verb_writeback },
         { "action", 1, 1, 0, verb_action },
         { "actions", 0, 0, OPT_OUTPUT, verb_actions, action_columns },
@@ -292,15 +303,15 @@ static const Verb verbs[] = {
 static int check_options(const Verb *v, const Args *a) {
         static const struct { unsigned opt; const char *name; } opts[] = {
                 { OPT_SORT, "--sort" }, { OPT_BYTES, "--bytes/--cache-only" }, { OPT_WAIT, "--wait" },
-                { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all" },
+                { OPT_FOLLOW, "--follow" }, { OPT_TOP, "--delay/--iterations" }, { OPT_RELEASE, "--for/--all/--end" },
                 { OPT_EVENTS, "--unit/--action/--lines" }, { OPT_SINCE, "--since" }, { OPT_OUTPUT, "-o/--output" },
-                { OPT_TREE, "--tree" }, { OPT_VIEW, "--view" },
+                { OPT_TREE, "--tree" }, { OPT_VIEW, "--view" }, { OPT_YES, "--yes" },
         };
         unsigned used = (a->have_sort ? OPT_SORT : 0) | (a->have_bytes || a->cache_only ? OPT_BYTES : 0) |
                         (a->wait ? OPT_WAIT : 0) | (a->follow ? OPT_FOLLOW : 0) | (a->have_top_opts ? OPT_TOP : 0) |
-                        (a->have_for || a->all ? OPT_RELEASE : 0) | (a->have_events_opts ? OPT_EVENTS : 0) |
+                        (a->have_for || a->all || a->end ? OPT_RELEASE : 0) | (a->have_events_opts ? OPT_EVENTS : 0) |
                         (a->have_since ? OPT_SINCE : 0) | (a->output ? OPT_OUTPUT : 0) | (a->tree ? OPT_TREE : 0) |
-                        (a->have_view ? OPT_VIEW : 0);
+                        (a->have_view ? OPT_VIEW : 0) | (a->yes ? OPT_YES : 0);
 
         if (a->have_n && !(v->options & (OPT_TOP | OPT_EVENTS)))
                 return usage_error("-n does not go with '%s' (it is top's --iterations and events' --lines)",

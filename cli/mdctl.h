@@ -32,6 +32,8 @@ typedef struct Args {
         bool have_top_opts;
         uint64_t iterations;
         bool all;               /* release --all */
+        bool end;               /* release --end */
+        bool yes;               /* reclaim --yes: no question for a protected cgroup */
         bool tree;              /* list --tree */
         bool have_for;
         uint64_t for_usec;      /* release --for */
@@ -66,6 +68,7 @@ int print_result(sd_bus_message *reply, const Args *a);
 int verb_status(sd_bus *bus, const Args *a);
 int verb_list(sd_bus *bus, const Args *a);
 int verb_show(sd_bus *bus, const Args *a);
+int verb_explain(sd_bus *bus, const Args *a);
 int verb_top(sd_bus *bus, const Args *a);
 int verb_reclaim(sd_bus *bus, const Args *a);
 int verb_writeback(sd_bus *bus, const Args *a);

@@ -165,6 +165,25 @@ static bool utf8_locale(void) {
         return streq(nl_langinfo(CODESET), "UTF-8");
 }
 
+/*
+ * A unit's name too long for the width, cut where it stays recognisable: its
+ * head, then its suffix with the character before it ("postgresql@15-m…e.service").
+ * False when it has no suffix, or the suffix leaves no room for a head.
+ */
+static bool shorten_name(char *buf, size_t size, const char *name, size_t width, const char *ell) {
+        const char *dot = strrchr(name, '.');
+        size_t w = text_width(name), tail_w, head;
+
+        if (!dot || dot == name)
+                return false;
+        tail_w = text_width(dot) + 1;
+        if (tail_w + text_width(ell) + 4 > width || tail_w >= w)
+                return false;
+        head = text_prefix(name, width - text_width(ell) - tail_w);
+        snprintf(buf, size, "%.*s%s%s", (int) head, name, ell, name + text_prefix(name, w - tail_w));
+        return true;
+}
+
 const char *table_shorten(char *buf, size_t size, const char *s, size_t width) {
         const char *ell = utf8_locale() ? "…" : "...";
         size_t ell_w = text_width(ell), w = text_width(s), tail_w, head;
@@ -183,7 +202,9 @@ const char *table_shorten(char *buf, size_t size, const char *s, size_t width) {
                                 head = i;
                                 break;
                         }
-        } else {
+        } else if (shorten_name(buf, size, slash ? slash + 1 : s, width, ell))
+                return buf;
+        else {
                 tail_w = (width - ell_w) / 2;
                 head = text_prefix(s, width - ell_w - tail_w);
         }

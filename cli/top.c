@@ -70,7 +70,24 @@ static void screen_restore(Screen *s) {
         s->raw = false;
 }
 
-static void header(const Value *st, const TopOptions *o, FILE *f) {
+/* Cut to `width` columns (0: whole), "..." at the end, never inside a character. */
+static void put_cut(FILE *f, char *line, size_t width) {
+        size_t cols = 0, i = 0;
+
+        for (; line[i]; i++)
+                cols += ((unsigned char) line[i] & 0xC0) != 0x80;
+        if (width > 3 && cols > width) {
+                cols = 0;
+                for (i = 0; line[i] && cols < width - 3; i++)
+                        cols += ((unsigned char) line[i] & 0xC0) != 0x80;
+                while (i > 0 && ((unsigned char) line[i] & 0xC0) == 0x80)
+                        i--;
+                strcpy(line + i, "...");
+        }
+        fprintf(f, "%s\n", line);
+}
+
+static void header(const Value *st, const TopOptions *o, size_t width, FILE *f) {
         char dirty[32], thr[32], avail[32], ms[32], is[32];
         uint64_t n = 0, np = 0;
 
@@ -84,6 +101,11 @@ static void header(const Value *st, const TopOptions *o, FILE *f) {
                 cell_size(thr, st, "system.dirty_threshold_bytes") ?: "-",
                 cell_ppm(ms, st, "system.memory_stall.some_ppm") ?: "-",
                 cell_ppm(is, st, "system.io_stall.some_ppm") ?: "-");
+        {
+                char text[1024], line[1100];
+                snprintf(line, sizeof(line), "protecting %s", protection_text(text, sizeof(text), st));
+                put_cut(f, line, width);
+        }
 }
 
 /* One frame: the status, then the table, cut to the screen on a terminal. */
@@ -108,10 +130,10 @@ static int frame(sd_bus *bus, const TopOptions *o, Screen *s) {
                         screen_size(s);
                         fputs("\033[H", stdout);
                 }
-                header(&st, o, stdout);
+                header(&st, o, s->tty ? s->cols : table_output_width(), stdout);
                 fputc('\n', stdout);
                 TableLayout l = { .legend = o->legend, .width = s->tty ? s->cols : table_output_width(),
-                                  .max_rows = s->tty && s->rows > 4 ? s->rows - 4 : 0 };
+                                  .max_rows = s->tty && s->rows > 5 ? s->rows - 5 : 0 };
                 (void) table_print(&t, stdout, &l);
                 if (s->tty)
                         fputs("\033[J", stdout);        /* clear what the last frame left below */

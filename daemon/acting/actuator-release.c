@@ -104,6 +104,18 @@ int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const
         return n;
 }
 
+int actuator_release_end(Actuator *a, const char *path) {
+        LedgerHold *h = ledger_find_hold(&a->ledger, path);
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        if (!h || h->until_usec <= now)
+                return -ENOENT;
+        /* Ended as its time would end it: the same event, the ledger written, the change said. */
+        h->until_usec = now;
+        (void) actuator_end_releases(a, false);
+        return actuator_persist(a);
+}
+
 const LedgerHold *actuator_released(const Actuator *a, const char *path) {
         return ledger_held(&a->ledger, path, now_usec(CLOCK_REALTIME));
 }

@@ -84,6 +84,10 @@ int actuator_throttle_lift(Actuator *a, uint64_t cgroup_id, const ThrottleReques
  */
 int actuator_release(Actuator *a, uint64_t cgroup_id, uint64_t until_usec, const char *who);
 
+/* Ends the release of the cgroup at `path` (LEDGER_HOLD_ALL: the release of every cgroup) now, with
+ * its "release-ended" event; the points may throttle it again from their next tick. -ENOENT: it is
+ * not released. */
+int actuator_release_end(Actuator *a, const char *path);
 /* The release that keeps the cgroup at `path` unthrottled now, or NULL. */
 const LedgerHold *actuator_released(const Actuator *a, const char *path);
 

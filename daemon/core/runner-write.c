@@ -230,17 +230,21 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
 }
 
 static void observe_event(const PointContext *ctx, const PointAction *a, const CgEntry *e) {
-        char f_reason[200], f_value[48], f_dev[48];
-        const char *fields[] = { f_reason, f_value, f_dev, "OBSERVE=yes", NULL };
+        /* A device only for what has one (a cap, a queue): a memory.high names none. */
+        bool device = a->major || a->minor;
+        char f_reason[200], f_value[48], f_dev[48], dev[48] = "";
+        const char *fields[] = { f_reason, f_value, "OBSERVE=yes", device ? f_dev : NULL, NULL };
 
         snprintf(f_reason, sizeof(f_reason), "REASON=%s", a->reason);
         snprintf(f_value, sizeof(f_value), "VALUE=%" PRIu64, a->value);
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, a->major, a->minor);
+        if (device)
+                snprintf(dev, sizeof(dev), ", device %" PRIu32 ":%" PRIu32, a->major, a->minor);
         event_record(ctx->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_WRITE_POINT,
                                                 .cgroup = a->path, .unit = e ? e->unit : NULL,
                                                 .action = point_action_to_string(a->kind), .fields = fields },
-                     "%s: would %s (value %" PRIu64 ", device %" PRIu32 ":%" PRIu32 "): %s", a->path,
-                     point_action_to_string(a->kind), a->value, a->major, a->minor, a->reason);
+                     "%s: would %s (value %" PRIu64 "%s): %s", a->path, point_action_to_string(a->kind), a->value,
+                     dev, a->reason);
 }
 
 static ThrottleRequest request_of(const PointAction *a) {

@@ -11,6 +11,7 @@
 
 #include "api-internal.h"
 #include "name-escape.h"
+#include "nearest.h"
 #include "parse-util.h"
 #include "util.h"
 
@@ -111,19 +112,55 @@ static int ambiguous(sd_bus_error *error, const char *what, size_t found, const 
                                  "cgroup path", what, found, a, b, found > 2 ? ", ..." : "");
 }
 
+/* "; did you mean db.service or dbx.service?": the watched units or paths nearest to `path`, escaped. */
+static void nearest_text(Manager *m, const char *path, char *buf, size_t size) {
+        NearestNames near;
+        size_t off;
+
+        nearest_names_init(&near, path);
+        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
+                const CgEntry *e = &m->observer->cgroups.entries[i];
+
+                const char *name = path[0] == '/' ? e->cg->path : e->unit;
+
+                if (!e->gone && name)
+                        nearest_names_offer(&near, name);
+        }
+        buf[0] = '\0';
+        off = near.n ? (size_t) snprintf(buf, size, "; did you mean ") : 0;
+        for (size_t i = 0; i < near.n && off < size; i++) {
+                off += (size_t) snprintf(buf + off, size - off, "%s'", i == 0 ? "" : i + 1 == near.n ? " or " : ", ");
+                if (off < size)
+                        name_escape_into(buf + off, size - off, near.names[i]);
+                off = strlen(buf);
+                off += (size_t) snprintf(buf + off, size - off, "'%s", i + 1 == near.n ? "?" : "");
+        }
+}
+
 static int no_such_cgroup(Manager *m, sd_bus_error *error, const char *what, const char *path) {
         _cleanup_free_ char *p = name_escape(path), *root = name_escape(m->observer->root->path);
+        char near[3 * 300];
 
         if (!p || !root)
                 return -ENOMEM;
+        nearest_text(m, path, near, sizeof(near));
         if (what[0] == '/')
                 return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_CGROUP,
-                                         "No cgroup '%s' below %s among the %zu the daemon watches", p, root,
-                                         api_cgroups_watched(m->observer));
+                                         "No cgroup '%s' below %s among the %zu the daemon watches%s", p, root,
+                                         api_cgroups_watched(m->observer), near);
         return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_CGROUP,
                                  "No unit '%s' among the %zu cgroups the daemon watches (a unit is found by the "
-                                 "last component of its cgroup path; a path starting with '/' names a cgroup)",
-                                 what, api_cgroups_watched(m->observer));
+                                 "last component of its cgroup path, a service also without its .service; a path "
+                                 "starting with '/' names a cgroup)%s", p, api_cgroups_watched(m->observer), near);
+}
+
+/* Found as systemctl finds a unit: a name without a suffix is a service's ("db": db.service). */
+static size_t find_as_service(Manager *m, const char *name, CgEntry **ret_hit, CgEntry **ret_other) {
+        _cleanup_free_ char *service = NULL;
+
+        if (name[0] == '/' || strchr(name, '.') || asprintf(&service, "%s.service", name) < 0)
+                return 0;
+        return find_cgroups(m, service, ret_hit, ret_other);
 }
 
 /* A cgroup path (relative to the root, or below the root's mount path) or a unit name, in the escaped
@@ -154,6 +191,8 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
         /* Started since the last rescan, perhaps: looked for again after a walk. */
         if (found == 0 && manager_walk_for_lookup(m))
                 found = find_cgroups(m, path, &hit, &other);
+        if (found == 0)
+                found = find_as_service(m, path, &hit, &other);
         if (found == 1) {
                 *ret = hit;
                 return 0;

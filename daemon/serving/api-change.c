@@ -374,3 +374,33 @@ int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return reply_text(msg, "Released %s for %s: %d throttle%s lifted; the points set none before it ends",
                           what, span_text(span, usec), k, k == 1 ? "" : "s");
 }
+
+int method_end_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        BusConnection *c = userdata;
+        Manager *m = api_of(c)->manager;
+        _cleanup_free_ char *name = NULL;
+        const char *target, *what = "every cgroup";
+        CgEntry *e = NULL;
+        int k;
+
+        k = api_check_admin(c, "ending a release", error);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_read(msg, "s", &target);
+        if (k < 0)
+                return k;
+        if (*target && (k = api_resolve(m, target, &e, error)) < 0)
+                return k;
+        if (e && !(what = name = name_escape(e->cg->path)))
+                return -ENOMEM;
+        k = actuator_release_end(m->actuator, e ? e->cg->path : LEDGER_HOLD_ALL);
+        if (k == -ENOENT)
+                return sd_bus_error_setf(error, BUS_ERROR_REFUSED, "%s is not released%s", what,
+                                         e && actuator_released(m->actuator, e->cg->path) ?
+                                         " itself: every cgroup is ('mdctl release --end --all')" : "");
+        if (k < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_FAILED, "Cannot end the release of %s: %s", what,
+                                         strerror(-k));
+        return reply_text(msg, "Ended the release of %s: the points may throttle it again from their next tick",
+                          what);
+}

@@ -76,8 +76,8 @@ static const char *hold_text(char buf[static 32], uint64_t usec) {
         return buf;
 }
 
-static const char *ppm_text(char buf[static 16], uint64_t ppm) {
-        snprintf(buf, 16, "%" PRIu64 ".%02" PRIu64 "%%", ppm / 10000, ppm / 100 % 100);
+static const char *ppm_text(char buf[static 32], uint64_t ppm) {
+        snprintf(buf, 32, "%" PRIu64 ".%02" PRIu64 "%%", ppm / 10000, ppm / 100 % 100);
         return buf;
 }
 
@@ -252,19 +252,20 @@ static bool writer_policy_says(Manager *m, const CgEntry *e, Answer *a) {
 static void writer_on_device(Manager *m, const CgEntry *w, const CgEntry *p, const DeviceRate *d, Answer *a) {
         const DaemonSettings *ds = &m->config->daemon;
         uint32_t smooth = 0, baseline = 0;
-        char dev[80], hold[32], s1[16], s2[16];
+        char dev[80], hold[32], s1[32], s2[32];
 
         device_text(m, d->major, d->minor, dev);
+        (void) write_point_stall_seen(&m->write_runner.state, p->cg->id, &smooth, &baseline);
         if (ds->guard_rate_ppm && capacity_of(m, d->major, d->minor) == 0)
                 say(a, "the capacity of %s is not known yet: the guard (GuardRate=) waits for it; it is learnt "
                     "once the device is seen saturated", dev);
-        else if (!active_on(m, d->major, d->minor))
-                say(a, "%s has not been active on %s: no io or stall there within CapHoldTime (%s)", name_of(p), dev,
-                    hold_text(hold, ds->cap_hold_usec));
-        else if (!ds->guard_rate_ppm && write_point_stall_seen(&m->write_runner.state, p->cg->id, &smooth, &baseline))
+        else if (!ds->guard_rate_ppm && smooth <= limit_of(m, p) + baseline)
                 say(a, "%s's io stall (%s smoothed) is under its limit (%s, its baseline included), and "
                     "GuardRate=0%% caps only at a stall", name_of(p), ppm_text(s1, smooth),
                     ppm_text(s2, (uint64_t) limit_of(m, p) + baseline));
+        else if (ds->guard_rate_ppm && !active_on(m, d->major, d->minor))
+                say(a, "%s has not been active on %s: no io or stall there within CapHoldTime (%s)", name_of(p), dev,
+                    hold_text(hold, ds->cap_hold_usec));
         else if (!writes(w))
                 say(a, "it does not write enough to count as a writer on %s (1 MiB/s, or 16 MiB dirty)", dev);
         else
@@ -347,20 +348,21 @@ static bool someone_writes(Manager *m, const CgEntry *p, uint32_t major, uint32_
 static void protected_on_device(Manager *m, const CgEntry *p, const DeviceRate *d, Answer *a) {
         const DaemonSettings *ds = &m->config->daemon;
         uint32_t smooth = 0, baseline = 0;
-        char dev[80], hold[32], s1[16], s2[16];
+        char dev[80], hold[32], s1[32], s2[32];
 
         device_text(m, d->major, d->minor, dev);
+        (void) write_point_stall_seen(&m->write_runner.state, p->cg->id, &smooth, &baseline);
         if (!someone_writes(m, p, d->major, d->minor))
                 say(a, "nobody else writes to %s (1 MiB/s, or 16 MiB dirty, makes a writer)", dev);
         else if (ds->guard_rate_ppm && capacity_of(m, d->major, d->minor) == 0)
                 say(a, "the capacity of %s is not known yet: the guard (GuardRate=) waits for it", dev);
-        else if (!active_on(m, d->major, d->minor))
+        else if (!ds->guard_rate_ppm && smooth <= limit_of(m, p) + baseline)
+                say(a, "on %s its io stall (%s smoothed) is under its limit (%s, its baseline included), and "
+                    "GuardRate=0%% caps only at a stall", dev, ppm_text(s1, smooth),
+                    ppm_text(s2, (uint64_t) limit_of(m, p) + baseline));
+        else if (ds->guard_rate_ppm && !active_on(m, d->major, d->minor))
                 say(a, "it has not been active on %s: no io or stall there within CapHoldTime (%s)", dev,
                     hold_text(hold, ds->cap_hold_usec));
-        else if (write_point_stall_seen(&m->write_runner.state, p->cg->id, &smooth, &baseline) &&
-                 smooth < limit_of(m, p) + baseline)
-                say(a, "on %s its io stall (%s smoothed) is under its limit (%s, its baseline included)", dev,
-                    ppm_text(s1, smooth), ppm_text(s2, (uint64_t) limit_of(m, p) + baseline));
         else
                 say(a, "the writers on %s are of a higher priority, exempt (CapWrites=no) or related to it", dev);
 }
@@ -369,7 +371,7 @@ static void explain_protected(Manager *m, const CgEntry *e, Answer *a) {
         const WpCap *caps[EXPLAIN_CAPS_MAX];
         size_t n = write_point_caps(&m->write_runner.state, e->cg->id, true, caps, ELEMENTSOF(caps));
         uint32_t smooth = 0, baseline = 0;
-        char s1[16], s2[16], s3[16];
+        char s1[32], s2[32], s3[32];
 
         say(a, "protected by policy '%s' (Protect=yes, Mode=%s): %zu writer cap%s held for it", e->policy->name,
             policy_mode_to_string(e->policy->mode), n, n == 1 ? "" : "s");

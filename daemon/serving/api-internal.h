@@ -124,6 +124,7 @@ int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_unset_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_end_release(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 /* The policy writer, and what api-actions.c needs. */
 int api_changes_init(Api *a);
 void api_changes_done(Api *a);

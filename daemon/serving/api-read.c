@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "api-internal.h"
+#include "blkqueue.h"
 #include "build-config.h"
 #include "bus-reply.h"
 #include "nearest.h"
 #include "policy-effective.h"
 #include "policy-store.h"
+#include "protection.h"
 #include "unit-name.h"
 #include "util.h"
 
@@ -106,6 +108,33 @@ static int status_identity(sd_bus_message *r, BusConnection *c) {
         return sd_bus_message_append(r, "{sv}", "caller_is_admin", "b", (int) api_caller_is_admin(c));
 }
 
+/* What is protected and who is capped for it (core/protection.h), with the line STATUS= ends with. */
+static int status_protection(sd_bus_message *r, Manager *m) {
+        _cleanup_free_ char *line = NULL;
+        const char *devices[PROTECTION_DEVICES_MAX];
+        char names[PROTECTION_DEVICES_MAX][48];
+        ProtectionSummary p;
+        int k;
+
+        protection_summary(m, &p);
+        line = protection_line(m, &p);
+        if (!line)
+                return -ENOMEM;
+        for (size_t i = 0; i < p.n_devices; i++) {
+                blkdev_name(m->observer->host->sys_fd, p.devices[i].major, p.devices[i].minor, names[i],
+                            sizeof(names[i]));
+                devices[i] = names[i];
+        }
+        if ((k = bus_dict_name(r, "protection", line)) < 0 ||
+            (k = bus_dict_u64(r, "protected_cgroups", p.n_protected)) < 0 ||
+            (k = bus_dict_namev(r, "protected_units", p.protected, MIN(p.n_protected, ELEMENTSOF(p.protected)))) < 0 ||
+            (k = bus_dict_u64(r, "writers_capped", p.n_capped)) < 0 ||
+            (k = bus_dict_namev(r, "capped_writers", p.capped, MIN(p.n_capped, ELEMENTSOF(p.capped)))) < 0 ||
+            (k = bus_dict_strv(r, "capped_devices", devices, p.n_devices)) < 0)
+                return k;
+        return bus_dict_u64(r, "throttles_held", p.n_throttles);
+}
+
 int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
         BusConnection *c = userdata;
@@ -124,6 +153,9 @@ int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         if (k < 0)
                 return k;
         k = append_policy_keys(r);
+        if (k < 0)
+                return k;
+        k = status_protection(r, api_of(c)->manager);
         if (k < 0)
                 return k;
         k = bus_append_system(r, api_of(c)->manager->observer);
@@ -514,7 +546,7 @@ static const char *request_texts(const ThrottleEntry *t, bool lifts, char *buf, 
 /* Which cgroup, and which knob of it. */
 static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry *t) {
         const char *unit = unit_of(m, t->cgroup_id, t->path);
-        char dev[32];
+        char dev[32], name[48];
         int k;
 
         k = bus_dict_name(r, "path", t->path);
@@ -529,7 +561,11 @@ static int throttle_identity(sd_bus_message *r, Manager *m, const ThrottleEntry 
         if (k < 0 || !throttle_kind_has_device(t->kind))
                 return k;
         snprintf(dev, sizeof(dev), "%" PRIu32 ":%" PRIu32, t->major, t->minor);
-        return bus_dict_str(r, "device", dev);
+        k = bus_dict_str(r, "device", dev);
+        if (k < 0)
+                return k;
+        blkdev_name(m->observer->host->sys_fd, t->major, t->minor, name, sizeof(name));
+        return bus_dict_str(r, "device_name", name);
 }
 
 /* Its value, what it replaced, who asked, since when, why and until when. */

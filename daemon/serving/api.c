@@ -72,6 +72,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_list_actions, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Release", "st", SD_BUS_PARAM(unit_or_path) SD_BUS_PARAM(usec),
                                  "s", SD_BUS_PARAM(result), method_release, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("EndRelease", "s", SD_BUS_PARAM(unit_or_path), "s", SD_BUS_PARAM(result),
+                                 method_end_release, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("Event", "ttissssa{sv}",
                                  SD_BUS_PARAM(seq) SD_BUS_PARAM(realtime_usec) SD_BUS_PARAM(priority)
                                  SD_BUS_PARAM(action) SD_BUS_PARAM(cgroup) SD_BUS_PARAM(unit)
