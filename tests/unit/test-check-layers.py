@@ -51,11 +51,11 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_relative_include_that_climbs_fails(self):
-        self.add_line("kernel/procs.c", '#include "../serving/openmetrics.h"')
+        self.add_line("kernel/procs.c", '#include "../serving/promtext.h"')
         r = self.run_check()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("daemon/kernel/procs.c", r.stdout)
-        self.assertIn("openmetrics.h of serving", r.stdout)
+        self.assertIn("promtext.h of serving", r.stdout)
 
     def test_angled_relative_include_fails(self):
         self.add_line("sampling/observer.c", "#include <../core/manager.h>")
@@ -91,7 +91,7 @@ class CheckLayers(unittest.TestCase):
     def test_call_that_climbs_fails(self):
         src = os.path.join(self.tmp, "climb.c")
         with open(src, "w") as f:
-            f.write("void om_sample(void);\nvoid procs_climb(void);\nvoid procs_climb(void) { om_sample(); }\n")
+            f.write("void prom_sample(void);\nvoid procs_climb(void);\nvoid procs_climb(void) { prom_sample(); }\n")
         obj = os.path.join(self.tmp, "procs-climb.c.o")
         subprocess.run(["cc", "-c", "-o", obj, src], check=True)
         lib = os.path.join(self.tmp, "libmdr-kernel-climb.a")
@@ -102,7 +102,7 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(good.returncode, 0, good.stdout + good.stderr)
         bad = self.run_check("kernel=" + LIBKERNEL, "kernel=" + lib, "serving=" + LIBSERVING)
         self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
-        self.assertIn("kernel calls om_sample() of serving", bad.stdout)
+        self.assertIn("kernel calls prom_sample() of serving", bad.stdout)
 
 
 if __name__ == "__main__":

@@ -72,13 +72,13 @@ small() { [ "$(slab_of)" -lt "$before" ]; }
 check "its slab_reclaimable went down" wait_for 60 small
 note "$unit: slab_reclaimable $(mib "$before") MiB -> $(mib "$(slab_of)") MiB"
 
-section "a scrape: mdctl metrics through an OpenMetrics parser"
+section "a scrape: mdctl metrics through a Prometheus text format parser"
 mdctl metrics > /tmp/metrics.txt
 # The families a dashboard of this run would read: the unit's slab, and what the
 # allocation point did to it (python3-prometheus-client, from the host's root).
 cat > /tmp/scrape.py <<'EOT'
 import sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from prometheus_client.parser import text_string_to_metric_families
 unit = sys.argv[1]
 got = {}
 for fam in text_string_to_metric_families(open("/tmp/metrics.txt").read()):

@@ -152,15 +152,15 @@ printf '%6s  %18s %11s  %22s\n' "t" "mdr-writer: dirty" "writeback" "mdr-victim:
 # Whether the textfile node_exporter would read holds the writer's cap (prints it).
 cat > /tmp/scrape.py <<'EOT'
 import sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from prometheus_client.parser import text_string_to_metric_families
 try:
     text = open(sys.argv[1]).read()
 except OSError:
     sys.exit(1)
 for fam in text_string_to_metric_families(text):
     for s in fam.samples:
-        if s.name == "mdreclaim_throttle_limit" and s.labels.get("unit") == "mdr-writer.service" \
-                and s.labels.get("knob") == "io.max":
+        if s.name == "mdreclaim_throttle_write_limit_bytes_per_second" \
+                and s.labels.get("unit") == "mdr-writer.service":
             print(f"io.max {s.labels.get('device')} wbps={s.value:.0f} set by the {s.labels.get('point')} point")
             sys.exit(0)
 sys.exit(1)

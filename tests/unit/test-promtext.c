@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests of the OpenMetrics writer: family metadata, sample lines, and
- * label values — the escaped form of names (test-name-escape.c tests it on
- * random bytes too), then escaped as the format wants; reversible.
+ * Unit tests of the Prometheus text format writer: family metadata, sample
+ * lines, and label values — the escaped form of names (test-name-escape.c
+ * tests it on random bytes too), then escaped as the format wants;
+ * reversible.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,7 @@
 #include <cmocka.h>
 
 #include "name-escape.h"
-#include "openmetrics.h"
+#include "promtext.h"
 #include "util.h"
 
 /* What `write` printed, as a new string. */
@@ -30,7 +31,7 @@ static char *capture(void (*write)(FILE *f, const void *arg), const void *arg) {
 }
 
 static void write_label(FILE *f, const void *arg) {
-        om_label_value(f, arg);
+        prom_label_value(f, arg);
 }
 
 static char *escaped(const char *s) {
@@ -84,40 +85,44 @@ static void test_label_escapes(void **state) {
 }
 
 static void write_samples(FILE *f, const void *arg) {
-        static const OmFamily gauge = { "x_memory_bytes", OM_GAUGE, "bytes", "Memory" };
-        static const OmFamily counter = { "x_stall_seconds", OM_COUNTER, "seconds", "Stall" };
-        static const OmFamily plain = { "x_ticks", OM_COUNTER, NULL, "Ticks" };
-        OmLabel labels[] = { { "cgroup", "/a\"b" }, { "unit", NULL }, { "point", "write" } };
+        static const PromFamily gauge = { "x_memory_bytes", PROM_GAUGE, "Memory" };
+        static const PromFamily counter = { "x_stall_seconds_total", PROM_COUNTER, "Stall" };
+        static const PromFamily plain = { "x_ticks_total", PROM_COUNTER, "Ticks" };
+        static const PromFamily ratio = { "x_limit_ratio", PROM_GAUGE, "Limit" };
+        PromLabel labels[] = { { "cgroup", "/a\"b" }, { "unit", NULL }, { "point", "write" } };
 
-        om_family(f, &gauge);
-        om_sample(f, &gauge, labels, ELEMENTSOF(labels), 104857600);
-        om_family(f, &counter);
-        om_sample_usec(f, &counter, labels, 1, 12345);
-        om_sample_usec(f, &counter, labels + 2, 1, 3 * USEC_PER_SEC);
-        om_family(f, &plain);
-        om_sample(f, &plain, NULL, 0, UINT64_MAX);
-        om_sample(f, &plain, labels + 1, 1, 0);
-        om_eof(f);
+        prom_family(f, &gauge);
+        prom_sample(f, &gauge, labels, ELEMENTSOF(labels), 104857600);
+        prom_family(f, &counter);
+        prom_sample_micro(f, &counter, labels, 1, 12345);
+        prom_sample_micro(f, &counter, labels + 2, 1, 3 * USEC_PER_SEC);
+        prom_family(f, &plain);
+        prom_sample(f, &plain, NULL, 0, UINT64_MAX);
+        prom_sample(f, &plain, labels + 1, 1, 0);
+        prom_family(f, &ratio);
+        prom_sample_micro(f, &ratio, NULL, 0, 100000);
 }
 
+/* HELP then TYPE naming the samples themselves, counters' _total included: what promtool and
+ * node_exporter's text parser take as one typed family. No # UNIT, no # EOF (OpenMetrics only). */
 static void test_families_and_samples(void **state) {
         _cleanup_free_ char *got = capture(write_samples, NULL);
 
         assert_string_equal(got,
-                            "# TYPE x_memory_bytes gauge\n"
-                            "# UNIT x_memory_bytes bytes\n"
                             "# HELP x_memory_bytes Memory\n"
+                            "# TYPE x_memory_bytes gauge\n"
                             "x_memory_bytes{cgroup=\"/a\\\"b\",point=\"write\"} 104857600\n"
-                            "# TYPE x_stall_seconds counter\n"
-                            "# UNIT x_stall_seconds seconds\n"
-                            "# HELP x_stall_seconds Stall\n"
+                            "# HELP x_stall_seconds_total Stall\n"
+                            "# TYPE x_stall_seconds_total counter\n"
                             "x_stall_seconds_total{cgroup=\"/a\\\"b\"} 0.012345\n"
                             "x_stall_seconds_total{point=\"write\"} 3.000000\n"
-                            "# TYPE x_ticks counter\n"
-                            "# HELP x_ticks Ticks\n"
+                            "# HELP x_ticks_total Ticks\n"
+                            "# TYPE x_ticks_total counter\n"
                             "x_ticks_total 18446744073709551615\n"
                             "x_ticks_total 0\n"
-                            "# EOF\n");
+                            "# HELP x_limit_ratio Limit\n"
+                            "# TYPE x_limit_ratio gauge\n"
+                            "x_limit_ratio 0.100000\n");
 }
 
 int main(void) {

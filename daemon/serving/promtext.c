@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "openmetrics.h"
+#include "promtext.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -7,18 +7,16 @@
 #include "name-escape.h"
 #include "util.h"
 
-static const char *type_name(OmType t) {
-        return t == OM_COUNTER ? "counter" : "gauge";
+static const char *type_name(PromType t) {
+        return t == PROM_COUNTER ? "counter" : "gauge";
 }
 
-void om_family(FILE *f, const OmFamily *fam) {
-        fprintf(f, "# TYPE %s %s\n", fam->name, type_name(fam->type));
-        if (fam->unit)
-                fprintf(f, "# UNIT %s %s\n", fam->name, fam->unit);
+void prom_family(FILE *f, const PromFamily *fam) {
         fprintf(f, "# HELP %s %s\n", fam->name, fam->help);
+        fprintf(f, "# TYPE %s %s\n", fam->name, type_name(fam->type));
 }
 
-void om_label_value(FILE *f, const char *value) {
+void prom_label_value(FILE *f, const char *value) {
         while (*value) {
                 char piece[NAME_PIECE_MAX];
 
@@ -33,17 +31,15 @@ void om_label_value(FILE *f, const char *value) {
         }
 }
 
-static void sample_name(FILE *f, const OmFamily *fam, const OmLabel *labels, size_t n_labels) {
+static void sample_name(FILE *f, const PromFamily *fam, const PromLabel *labels, size_t n_labels) {
         bool first = true;
 
         fputs(fam->name, f);
-        if (fam->type == OM_COUNTER)
-                fputs("_total", f);
         for (size_t i = 0; i < n_labels; i++) {
                 if (!labels[i].value)
                         continue;
                 fprintf(f, "%c%s=\"", first ? '{' : ',', labels[i].name);
-                om_label_value(f, labels[i].value);
+                prom_label_value(f, labels[i].value);
                 fputc('"', f);
                 first = false;
         }
@@ -51,16 +47,13 @@ static void sample_name(FILE *f, const OmFamily *fam, const OmLabel *labels, siz
                 fputc('}', f);
 }
 
-void om_sample(FILE *f, const OmFamily *fam, const OmLabel *labels, size_t n_labels, uint64_t value) {
+void prom_sample(FILE *f, const PromFamily *fam, const PromLabel *labels, size_t n_labels, uint64_t value) {
         sample_name(f, fam, labels, n_labels);
         fprintf(f, " %" PRIu64 "\n", value);
 }
 
-void om_sample_usec(FILE *f, const OmFamily *fam, const OmLabel *labels, size_t n_labels, uint64_t usec) {
+void prom_sample_micro(FILE *f, const PromFamily *fam, const PromLabel *labels, size_t n_labels,
+                       uint64_t millionths) {
         sample_name(f, fam, labels, n_labels);
-        fprintf(f, " %" PRIu64 ".%06" PRIu64 "\n", usec / USEC_PER_SEC, usec % USEC_PER_SEC);
-}
-
-void om_eof(FILE *f) {
-        fputs("# EOF\n", f);
+        fprintf(f, " %" PRIu64 ".%06" PRIu64 "\n", millionths / 1000000, millionths % 1000000);
 }
