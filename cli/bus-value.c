@@ -9,7 +9,7 @@
 #include "json-out.h"
 #include "util.h"
 
-static int value_push(Value *parent, Value **ret) {
+int value_push(Value *parent, Value **ret) {
         Value *n = realloc(parent->items, (parent->n + 1) * sizeof(Value));
 
         if (!n)

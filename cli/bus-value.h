@@ -40,6 +40,8 @@ int value_read(sd_bus_message *m, Value *ret);
 /* Reads every remaining value of `m` as one array. */
 int value_read_all(sd_bus_message *m, Value *ret);
 void value_clear(Value *v);
+/* A new empty item (or member: set its key) at the end of an array or object. */
+int value_push(Value *parent, Value **ret);
 
 /* The member at a dotted path of objects, or NULL. */
 const Value *value_get(const Value *v, const char *path);

@@ -64,7 +64,9 @@ static void help(void) {
                "                                recent events (actions and decisions), those of UNIT (or of a\n"
                "                                cgroup path), of these actions, since TIME, the last N;\n"
                "                                TIME: '10min ago', '-2h', 'today', 'yesterday', '2026-12-04\n"
-               "                                14:30[:05]', '14:30', '@EPOCH' (local time)\n"
+               "                                14:30[:05]', '14:30', '@EPOCH' (local time); from the\n"
+               "                                journal (--journal-directory DIR: its files in DIR) what\n"
+               "                                the daemon no longer keeps, across its restarts\n"
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
                "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
                "                                host) over the last hour, or the last TIME\n"
@@ -95,7 +97,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT, ARG_YES, ARG_END,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT, ARG_JOURNAL_DIRECTORY, ARG_YES, ARG_END,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -158,6 +160,7 @@ static int parse_option(int c, Args *a) {
                 break;
         case ARG_UNIT: a->events_unit = optarg; a->have_events_opts = true; break;
         case ARG_ACTION: a->events_action = optarg; a->have_events_opts = true; break;
+        case ARG_JOURNAL_DIRECTORY: a->journal_directory = optarg; break;
         case ARG_SINCE: {
                 /* A point in time, or a plain duration back from now ("15min"). */
                 uint64_t now = now_usec(CLOCK_REALTIME), back;
@@ -211,6 +214,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "lines", required_argument, NULL, ARG_LINES },
                 { "unit", required_argument, NULL, ARG_UNIT },
                 { "action", required_argument, NULL, ARG_ACTION },
+                { "journal-directory", required_argument, NULL, ARG_JOURNAL_DIRECTORY },
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
@@ -344,6 +348,10 @@ static int check_options(const Verb *v, const Args *a) {
                 return check_release_args(a);
         if (streq(v->name, "plot"))
                 return check_plot_args(a);
+        if (a->journal_directory && !streq(v->name, "events"))
+                return usage_error("--journal-directory goes with 'events'");
+        if (streq(v->name, "events"))
+                return check_events_args(a);
         if (streq(v->name, "action"))
                 return check_action_args(a);
         return streq(v->name, "policy") ? check_policy_args(a) : 0;

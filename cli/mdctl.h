@@ -41,6 +41,7 @@ typedef struct Args {
         bool have_events_opts;
         const char *events_unit;        /* events --unit */
         const char *events_action;      /* events --action, comma-separated */
+        const char *journal_directory;  /* events --journal-directory: the journal files read (NULL: the system's) */
         bool have_since;
         uint64_t since_usec;            /* events, history, plot --since: CLOCK_REALTIME */
         bool have_lines;
@@ -81,6 +82,8 @@ int verb_policy(sd_bus *bus, const Args *a);
 /* Checks `policy SUB ...` before connecting. */
 int check_policy_args(const Args *a);
 int verb_events(sd_bus *bus, const Args *a);
+/* Checks `events --action` before connecting: each a name the daemon records, else the nearest. */
+int check_events_args(const Args *a);
 /*
  * events --since: "DURATION ago" or "-DURATION" (DURATION as in 90s, 10min, 2h), "now",
  * "today", "yesterday", "YYYY-MM-DD [HH:MM[:SS]]" (or with T), "HH:MM[:SS]" (today),

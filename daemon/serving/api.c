@@ -178,6 +178,7 @@ int api_new(Manager *m, const char *path, Api **ret) {
                 return log_error_errno(r, "Cannot serve the control API: %m");
         m->events->hook = on_event;
         m->events->hook_userdata = a;
+        m->events->socket = a->transport->path;
         *ret = TAKE_PTR(a);
         return 0;
 }
@@ -188,6 +189,7 @@ Api *api_free(Api *a) {
         if (a->manager->events->hook_userdata == a) {
                 a->manager->events->hook = NULL;
                 a->manager->events->hook_userdata = NULL;
+                a->manager->events->socket = NULL;
         }
         if (a->manager->throttles_hook_userdata == a) {
                 a->manager->throttles_hook = NULL;

@@ -2,6 +2,7 @@
 #include "event-log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,24 @@ const Event *event_log_get(const EventLog *l, uint64_t seq) {
         return &l->ring[(seq - 1) % EVENT_LOG_SIZE];
 }
 
+/* To the journal with the fields that name its daemon (EVENT_FIELD_SEQ, EVENT_FIELD_SOCKET) after the event's. */
+static void log_event_tagged(const EventLog *l, const Event *e, LogEvent *logged) {
+        const char *fields[EVENT_FIELDS_MAX / 2 + 3];
+        char f_seq[48], *f_socket = NULL;
+        size_t n = 0;
+
+        for (; logged->fields && logged->fields[n] && n < ELEMENTSOF(fields) - 3; n++)
+                fields[n] = logged->fields[n];
+        snprintf(f_seq, sizeof(f_seq), EVENT_FIELD_SEQ "=%" PRIu64, e->seq);
+        fields[n++] = f_seq;
+        if (l->socket && asprintf(&f_socket, EVENT_FIELD_SOCKET "=%s", l->socket) >= 0)
+                fields[n++] = f_socket;
+        fields[n] = NULL;
+        logged->fields = fields;
+        log_event(logged, "%s", e->message);
+        free(f_socket);
+}
+
 void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) {
         char message[EVENT_TEXT_MAX * 4];
         _cleanup_free_ char *cgroup = ev->cgroup ? name_escape(ev->cgroup) : NULL;
@@ -106,7 +125,10 @@ void event_record(EventLog *l, const LogEvent *ev, const char *format, ...) {
          * them when there was no memory for a whole copy). */
         logged.cgroup = ev->cgroup ? cgroup ?: e->cgroup : NULL;
         logged.unit = ev->unit ? unit ?: e->unit : NULL;
-        log_event(&logged, "%s", e->message);
+        if (log_stderr_is_journal())
+                log_event_tagged(l, e, &logged);
+        else
+                log_event(&logged, "%s", e->message);
         if (l->hook)
                 l->hook(e, l->hook_userdata);
 }

@@ -33,8 +33,31 @@ typedef struct Event {
 /* Called for every event recorded, after it is in the ring. */
 typedef void (*EventHook)(const Event *e, void *userdata);
 
+/*
+ * Every action an event carries: what `mdctl events --action` takes
+ * (tests/unit/check-event-actions.py finds each one the daemon records here,
+ * and in the man page).
+ */
+#define EVENT_ACTIONS                                                                                   \
+        "attach-policy", "pressure", "policy-change", "reclaim", "writeback", "cap-writes", "drain-cap", \
+        "lift-cap", "dirty-budget", "lift-dirty-budget", "throttle-allocations",                        \
+        "lift-allocation-throttle", "restore-memory-high", "defer-for-swap", "hold-swap",               \
+        "restore-swap-max", "shallow-queue", "restore-queue", "queue-refused", "foreign-change",        \
+        "restore-on-stop", "restore-after-restart", "cgroup-gone", "release", "release-ended"
+
+/*
+ * The journal fields that tell one daemon's events from another's: the seq
+ * of the event in its daemon's ring, and the control socket it serves, so
+ * that `mdctl events` reads back the history of the daemon it talks to and
+ * leaves out what its ring still holds (the journal's own _PID and _BOOT_ID
+ * tell the daemons apart).
+ */
+#define EVENT_FIELD_SEQ "EVENT_SEQ"
+#define EVENT_FIELD_SOCKET "CONTROL_SOCKET"
+
 typedef struct EventLog {
         uint64_t next_seq;              /* seq of the next event, from 1 */
+        const char *socket;             /* the control socket, for the journal; NULL: none (the caller's) */
         EventHook hook;
         void *hook_userdata;
         RateLimit failures;             /* warnings about failed actions */
