@@ -87,6 +87,8 @@ check "running /usr/sbin/mdreclaimd" \
 check "mdctl status answers" wait_for 30 socket_up
 mdctl status
 check "mdctl's man page is installed" test -f /usr/share/man/man1/mdctl.1.gz
+check "the Prometheus alerting rules and the Grafana dashboard are installed" \
+    test -s /usr/share/mdreclaim/mdreclaim-alerts.rules.yml -a -s /usr/share/mdreclaim/mdreclaim-dashboard.json
 pid=$(main_pid)
 note "MainPID $pid: $(grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/$pid/status | tr '\t\n' '  ')"
 check "it runs with NoNewPrivileges and a seccomp filter" \
