@@ -74,15 +74,25 @@ typedef struct ReclaimFigures {
         bool budget_reached;
         bool shared;            /* a memory.high lowering reclaimed beside it (Job.shared) */
         uint64_t action_id;     /* an operator's action; 0: the point's */
+        const char *cache_only; /* how it was kept off anon: "swappiness=0", "swap.max=0", "no" */
 } ReclaimFigures;
+
+/* How a reclaim was kept to the cache: the kernel's swappiness= argument
+ * (6.11 and later), memory.swap.max held at 0 (before), or not at all (it
+ * could swap, or there was no swap to keep it from, or the hold failed). */
+static const char *cache_only_path(const Job *job) {
+        return job->swappiness0 ? "swappiness=0" : job->swap_held ? "swap.max=0" : "no";
+}
 
 static void reclaim_event(const PointContext *ctx, const CgEntry *e, const char *action, bool observe,
                           const char *extra, const ReclaimFigures *f, const char *reason) {
-        char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16], f_action[48];
+        char f_asked[48], f_freed[48], f_dur[48], f_reason[200], f_obs[16], f_action[48], f_cache[40];
         const char *fields[] = { f_asked, f_freed, f_dur, f_reason, f_obs,
                                  f->budget_reached ? "BUDGET_REACHED=yes" : "BUDGET_REACHED=no",
-                                 f->shared ? "SHARED=yes" : "SHARED=no", f->action_id ? f_action : NULL, NULL };
+                                 f->shared ? "SHARED=yes" : "SHARED=no", f_cache, f->action_id ? f_action : NULL,
+                                 NULL };
 
+        snprintf(f_cache, sizeof(f_cache), "CACHE_ONLY_BY=%s", f->cache_only ?: "no");
         snprintf(f_action, sizeof(f_action), "ACTION_ID=%" PRIu64, f->action_id);
         snprintf(f_asked, sizeof(f_asked), "BYTES_ASKED=%" PRIu64, f->asked);
         snprintf(f_freed, sizeof(f_freed), "BYTES_FREED=%" PRIu64, f->freed);
@@ -288,8 +298,12 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                 tell_point(r, job, cgroup_id, 0, true, now, tick);
                 return 0;
         }
-        if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN))
+        if (job->swappiness0 && (job->result >= 0 || job->result == -EAGAIN) && r->swappiness_arg != 1) {
+                /* The probe's other answer, said once as the first: which path cache-only reclaims take. */
+                log_info("memory.reclaim here takes swappiness=: cache-only reclaims ask with swappiness=0, "
+                         "memory.swap.max is not held");
                 r->swappiness_arg = 1;
+        }
         if (e && job->result < 0 && job->result != -EAGAIN && !job->interrupted)
                 log_warning_errno(job->result, "%s: memory.reclaim failed: %m", e->cg->path);
         else if (e) {
@@ -300,6 +314,7 @@ int alloc_runner_job_done(AllocRunner *r, const PointContext *ctx, const Job *jo
                          job->swap_busy ? ", stopped: the swap disk is congested" : "",
                          job->shared ? ", shared with a memory.high write" : "");
                 f.action_id = job->action_id;
+                f.cache_only = cache_only_path(job);
                 reclaim_event(ctx, e, "reclaim", false, extra, &f, job->data);
                 /* What is left of it (as the worker counted, at least what each write asked) goes on cache
                  * only, under the same action and within its time budget; the point hears of it once, at

@@ -23,7 +23,8 @@
 #     the daemon mid-throttle, then a start: nothing left behind.
 #
 # Throughout, a Protect=yes bystander holds some cache: no reclaim of it, ever.
-# The swappiness= probe of memory.reclaim is shown (6.1: EINVAL, size only).
+# The swappiness= probe of memory.reclaim is shown (6.1: EINVAL, size only;
+# 6.12: taken, EAGAIN on the empty cgroup), and the daemon must conclude the same.
 #
 # As "alloc-point" (the VM suite) the sizes are small and what is asserted
 # must hold every time. As "bench-alloc-point" (the same script) the sizes
@@ -135,12 +136,21 @@ by_file0=$(memstat "$bcg" file)
 note "bystander holds $(mib "$by_file0") MiB of cache"
 bystander_policy() { policy bystander 'Match=/mdr-bystander' 'Mode=enforce' 'Protect=yes' 'Priority=50'; }
 
+# MDR_AP_LRU_GEN=y|n: MGLRU on or off for the run (/sys/kernel/mm/lru_gen/enabled;
+# Debian's 6.12 boots with it on, 6.1 has none); the figures of both go in docs/
+lru_gen=/sys/kernel/mm/lru_gen/enabled
+if [ -n "${MDR_AP_LRU_GEN:-}" ]; then
+    [ -w "$lru_gen" ] && echo "$MDR_AP_LRU_GEN" > "$lru_gen" || note "cannot set MGLRU to $MDR_AP_LRU_GEN on this kernel"
+fi
+echo "== MGLRU: $(cat "$lru_gen" 2>/dev/null || echo "not built in")"
 echo "== guest: $(uname -r), MemTotal $(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo) MiB, MemAvailable $(memavail_mib) MiB, swap $(awk '$1 == "SwapTotal:" { print int($2 / 1024) }' /proc/meminfo) MiB"
 echo "== probe: memory.reclaim with swappiness= on this kernel (by hand, then what the daemon concludes)"
 pcg=$(new_cgroup mdr-probe)
 if echo "1M swappiness=0" > "$pcg/memory.reclaim" 2> /tmp/probe.err; then probe=accepted
 else probe=$(sed 's/.*: //' /tmp/probe.err); fi
-note "echo '1M swappiness=0' > memory.reclaim: $probe"
+# EAGAIN: the argument was taken, there was nothing to reclaim (an empty cgroup)
+case $probe in accepted|*"temporarily unavailable"*) probe_says="takes swappiness=" ;; *) probe_says="takes a size only" ;; esac
+note "echo '1M swappiness=0' > memory.reclaim: $probe (memory.reclaim $probe_says)"
 rmdir "$pcg"
 
 ########################################################################
@@ -192,7 +202,7 @@ stall_mem=$(pct $((ms1 - ms0)) "$el_us"); stall_io=$(pct $((is1 - is0)) "$el_us"
 plot_case cold /mdr-cold
 stop_daemon TERM
 freed=$(( file0 - file1 ))
-grep -m1 'takes a size only\|swappiness' "$log" | sed 's/^/       daemon: /'
+grep -m1 'takes a size only\|takes swappiness=\|hold memory.swap.max' "$log" | sed 's/^/       daemon: /'
 printf '       %-34s %s\n' "file cache before / after" "$(mib "$file0") MiB / $(mib "$file1") MiB" \
     "cache freed (memory.stat)" "$(mib "$freed") MiB = $(pct "$freed" $((cold_mib * 1048576)))% of the cold set, in ${took}s" \
     "freed per the daemon's events" "$(mib "$(reclaimed_from /mdr-cold)") MiB in $(reclaims_of /mdr-cold) reclaims" \
@@ -206,8 +216,8 @@ check "the hot loop's memory stall stayed at or under the target" \
     awk -v s="$stall_mem" -v t="$target_pct" 'BEGIN { exit !(s <= t) }'
 check "the hot loop's io stall stayed at or under the target" \
     awk -v s="$stall_io" -v t="$target_pct" 'BEGIN { exit !(s <= t) }'
-check "the probe concluded: memory.reclaim takes a size only" \
-    bash -c "[ '$probe' = accepted ] || grep -q 'takes a size only' $log"
+check "the daemon's probe concluded as the one by hand: memory.reclaim $probe_says" \
+    grep -q "memory.reclaim here $probe_says" "$log"
 rm -rf "$mnt/cold" "$mnt/hot"
 }
 
@@ -357,6 +367,20 @@ rm -rf "$mnt/cold" "$mnt/hot"
 echo
 want_case 2 && {
 echo "==== 2. metadata storm, MetadataCacheMax=${meta_max_mib}M"
+# With MGLRU on (Debian 13's default), memory.reclaim of a cgroup holding
+# little but slab frees the whole of it whatever is asked (6.12.118: one
+# 128 KiB request freed 34 MiB, the second half's mean -47.6 %; MGLRU off:
+# 11 requests, -3.5 %): slab freed counts nowhere in a cgroup's reclaim since
+# 6.5, and MGLRU scans no file page at the first priorities, so the kernel
+# walks down to the last one, shrinking slab at each. The daemon cannot hold
+# the band there, and docs/allocation-point.md says so. Unless
+# MDR_AP_LRU_GEN names a setting, the storm runs with MGLRU off, and the
+# setting is put back after it.
+lru_gen_was=
+if [ -z "${MDR_AP_LRU_GEN:-}" ] && [ -w "$lru_gen" ] && [ "$(cat "$lru_gen")" != 0x0000 ]; then
+    lru_gen_was=$(cat "$lru_gen")
+    echo n > "$lru_gen" && note "MGLRU off for the storm (was $lru_gen_was): with it on, the band is not held (above)"
+fi
 mcg=$(new_cgroup mdr-meta) || fatal "cannot create mdr-meta"
 ncg=$(new_cgroup mdr-meta-nb) || fatal "cannot create mdr-meta-nb"
 in_cgroup "$ncg" python3 "$MDR_VMDIR/helpers/storm" "$mnt/nb" "$nb_files" | sed 's/^/       neighbour: /'
@@ -415,6 +439,7 @@ check_cmp "reclaim events name /mdr-meta" "$(reclaims_of /mdr-meta)" -gt 0
 check_cmp "no reclaim of the neighbour" "$(reclaims_of /mdr-meta-nb)" -eq 0
 check_cmp "the neighbour's slab is untouched (KiB, >= 90 % of before)" "$((nb1 / 1024))" -ge $((nb0 / 1024 * 90 / 100))
 rm -rf "$mnt/storm" "$mnt/nb"
+[ -n "$lru_gen_was" ] && echo "$lru_gen_was" > "$lru_gen"
 }
 
 ########################################################################
