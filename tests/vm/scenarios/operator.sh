@@ -11,6 +11,8 @@
 #    release ends, although the writer stays over its limit; then it is back;
 #  - beside a protected victim, writers get an io.max cap and a memory.high:
 #    switching a writer's policy to Mode=observe lifts both at once;
+#  - systemctl status (the daemon's STATUS=) names the protected victim and
+#    the capped writer, and mdctl explain answers for both sides;
 #  - stopping a capped writer's unit with dirty data pending: the daemon lifts
 #    its cap, or raises it to the drain rate (nine tenths of the disk) where
 #    it knows the disk's rate, as systemd says the unit is stopping (or,
@@ -291,6 +293,23 @@ wait_for 10 pending
 cap=$(wbps_of "$c") dirty=$(dirty_of "$c")
 note "$c: io.max wbps=$cap, memory.high $(high_of "$c"), dirty+writeback $(mib "$dirty") MiB after $(since "$t0") s"
 check_cmp "dirty data pending at the stop (MiB)" "$(mib "$dirty")" -ge 8
+
+# ---- what the service manager and mdctl explain say of it (issue 37) ----
+section "systemctl status and mdctl explain: $v protected, $c capped for it"
+# STATUS= names the protected service and the capped writer, and is sent when that changes.
+status_line() { systemctl show -P StatusText mdreclaimd.service; }
+status_names() { status_line | grep -q "protecting $v; 1 writer capped on [^ ]* ($c)"; }
+check "systemctl status names the protected service and the capped writer" wait_for 10 status_names
+systemctl status mdreclaimd.service --no-pager -l | grep -E "^ +Status:" | cut -c 1-220
+explained() { mdctl explain "$1" > "/tmp/explain-$1.txt" && grep -q -- "$2" "/tmp/explain-$1.txt"; }
+check "mdctl explain $v: protected, $c capped for it on the test disk" \
+    explained "$v" "^  - $c at [0-9.]* MiB/s on [a-z]* ($devno)$"
+cat "/tmp/explain-$v.txt"
+check "mdctl explain $c: capped for $v" explained "$c" "^  - for $v at [0-9.]* MiB/s on [a-z]* ($devno)$"
+cat "/tmp/explain-$c.txt"
+# And the other side of "why not": a cgroup beside them that does not write to the disk.
+check "mdctl explain of a cgroup that is not capped says why" explained init.scope "^/init.scope (init.scope): not capped$"
+cat /tmp/explain-init.scope.txt
 
 section "$c: systemctl stop with the cap on"
 t_stop=${EPOCHREALTIME/./}
