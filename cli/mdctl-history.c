@@ -5,6 +5,7 @@
  */
 #include "mdctl.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
@@ -34,10 +35,13 @@ int history_next(sd_bus_message *reply, HistoryRow *ret) {
 int history_get(sd_bus *bus, const Args *a, const char *unit, sd_bus_message **ret, const char **ret_path,
                 bool *ret_truncated) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *name = client_name_arg(unit);
         uint64_t since = a->have_since ? a->since_usec : 0;
         int truncated, r;
 
-        r = client_call_raw(bus, "cannot get the history", "GetHistory", &reply, "st", unit, since);
+        if (!name)
+                return client_fail("cannot get the history", -ENOMEM);
+        r = client_call_raw(bus, "cannot get the history", "GetHistory", &reply, "st", name, since);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "sb", ret_path, &truncated);
