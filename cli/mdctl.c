@@ -70,10 +70,12 @@ static void help(void) {
                "  metrics                       the daemon's metrics, in the OpenMetrics text format\n"
                "  history UNIT|/ [--since TIME] the samples kept of a cgroup under a policy (/: the\n"
                "                                host) over the last hour, or the last TIME\n"
-               "  plot UNIT... [--since TIME] [--view write|memory] -o FILE.svg|FILE.png\n"
+               "  plot UNIT... [--since TIME] [--view write|memory] [--mark TIME=LABEL]...\n"
+               "       -o FILE.svg|FILE.png\n"
                "                                draw their stalls, dirty data, write rates and caps\n"
                "                                over time (needs gnuplot); --view memory: memory,\n"
-               "                                file cache and slab with memory.high instead\n"
+               "                                file cache and slab with memory.high instead; --mark:\n"
+               "                                a phase that begins at TIME, drawn across the panels\n"
                "  reload                        reread the configuration\n"
                "\n"
                "Options:\n"
@@ -97,7 +99,7 @@ static void help(void) {
 enum {
         ARG_JSON = 0x100, ARG_NO_LEGEND, ARG_SOCKET, ARG_VERSION, ARG_SORT, ARG_BYTES, ARG_CACHE_ONLY,
         ARG_WAIT, ARG_FOLLOW, ARG_DELAY, ARG_FOR, ARG_ALL, ARG_ITERATIONS, ARG_LINES, ARG_UNIT, ARG_ACTION,
-        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT, ARG_JOURNAL_DIRECTORY, ARG_YES, ARG_END,
+        ARG_SINCE, ARG_OUTPUT, ARG_TREE, ARG_VIEW, ARG_TIMEOUT, ARG_JOURNAL_DIRECTORY, ARG_MARK, ARG_YES, ARG_END,
 };
 
 static int parse_count(const char *option, const char *s, uint64_t *ret) {
@@ -161,6 +163,11 @@ static int parse_option(int c, Args *a) {
         case ARG_UNIT: a->events_unit = optarg; a->have_events_opts = true; break;
         case ARG_ACTION: a->events_action = optarg; a->have_events_opts = true; break;
         case ARG_JOURNAL_DIRECTORY: a->journal_directory = optarg; break;
+        case ARG_MARK:
+                if (a->n_marks == PLOT_MARKS_MAX)
+                        return usage_error("plot takes at most %d --mark", PLOT_MARKS_MAX);
+                a->marks[a->n_marks++] = optarg;
+                break;
         case ARG_SINCE: {
                 /* A point in time, or a plain duration back from now ("15min"). */
                 uint64_t now = now_usec(CLOCK_REALTIME), back;
@@ -215,6 +222,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 { "unit", required_argument, NULL, ARG_UNIT },
                 { "action", required_argument, NULL, ARG_ACTION },
                 { "journal-directory", required_argument, NULL, ARG_JOURNAL_DIRECTORY },
+                { "mark", required_argument, NULL, ARG_MARK },
                 { "since", required_argument, NULL, ARG_SINCE },
                 { "for", required_argument, NULL, ARG_FOR },
                 { "all", no_argument, NULL, ARG_ALL },
@@ -344,12 +352,14 @@ static int check_options(const Verb *v, const Args *a) {
                                    v->min_args == 1 && v->max_args == 1 ? "one unit name or cgroup path" :
                                    v->min_args == 1 && v->max_args < 0 ? "one or more unit names or cgroup paths" :
                                    "other arguments");
+        if (a->n_marks > 0 && !streq(v->name, "plot"))
+                return usage_error("--mark goes with 'plot'");
+        if (a->journal_directory && !streq(v->name, "events"))
+                return usage_error("--journal-directory goes with 'events'");
         if (streq(v->name, "release"))
                 return check_release_args(a);
         if (streq(v->name, "plot"))
                 return check_plot_args(a);
-        if (a->journal_directory && !streq(v->name, "events"))
-                return usage_error("--journal-directory goes with 'events'");
         if (streq(v->name, "events"))
                 return check_events_args(a);
         if (streq(v->name, "action"))

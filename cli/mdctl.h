@@ -14,6 +14,7 @@
 #include "cgroup-view.h"
 
 #define EXIT_USAGE 2
+#define PLOT_MARKS_MAX 8
 
 typedef struct Args {
         const char *socket;
@@ -48,6 +49,8 @@ typedef struct Args {
         uint64_t lines;                 /* events --lines: the last N that match */
         const char *output;             /* -o: the columns shown (list, top, throttles); plot's file */
         bool memory_view;               /* plot --view memory: the allocation point's figures */
+        const char *marks[PLOT_MARKS_MAX];      /* plot --mark TIME=LABEL, as given */
+        size_t n_marks;
         bool have_view;
         char **argv;            /* the verb and its arguments */
         int argc;
