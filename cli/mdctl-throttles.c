@@ -129,9 +129,34 @@ int verb_throttles(sd_bus *bus, const Args *a) {
 
 /* ---- show ---- */
 
+/* The throttle's reason for people: its figures humanized, its device named beside MAJ:MIN ("on vda (8:0)"). */
+static const char *named_devices(char *buf, size_t size, const Value *t) {
+        const char *dev = value_get_str(t, "device"), *name = value_get_str(t, "device_name"), *p, *s;
+        char human[600], label[64];
+        size_t off = 0, n = dev ? strlen(dev) : 0;
+
+        s = text_humanize(human, sizeof(human), value_get_str(t, "reason"));
+        if (!dev || !name || streq(dev, name)) {
+                snprintf(buf, size, "%s", s);
+                return buf;
+        }
+        snprintf(label, sizeof(label), "%s (%s)", name, dev);
+        buf[0] = '\0';
+        /* " 8:0" as a word of its own: " 18:0" and "8:01" are other devices. */
+        while ((p = strstr(s, dev)) && off < size) {
+                bool word = p > s ? p[-1] == ' ' : false;
+                word = word && (p[n] == '\0' || p[n] == ' ' || p[n] == ',' || p[n] == ')' || p[n] == ':');
+                off += (size_t) snprintf(buf + off, size - off, "%.*s%s", (int) (p - s), s, word ? label : dev);
+                s = p + n;
+        }
+        if (off < size)
+                snprintf(buf + off, size - off, "%s", s);
+        return buf;
+}
+
 /* "io.max wbps=12.0 MiB/s on vda (8:0)" or "memory.high=88.0M", and what it replaced. */
 static void show_throttle(const Value *t) {
-        char v[32], was[32], when[32], ago[32], until[32], dev[64], text[600];
+        char v[32], was[32], when[32], ago[32], until[32], dev[64], text[700];
         const char *points = points_cell(t);
         uint64_t since = 0, released = 0, wbps = 0;
 
@@ -148,8 +173,7 @@ static void show_throttle(const Value *t) {
                       format_span(ago, u64_delta(now_usec(CLOCK_REALTIME), since)),
                       !points ? "nobody now: being lifted" : streq(points, "both") ? "both points" :
                       streq(points, "write") ? "the write point" : "the allocation point");
-        field("Why", "%s", or_dash(value_get_str(t, "reason") ?
-                                   text_humanize(text, sizeof(text), value_get_str(t, "reason")) : NULL));
+        field("Why", "%s", or_dash(value_get_str(t, "reason") ? named_devices(text, sizeof(text), t) : NULL));
         field("Lifts", "%s", or_dash(value_get_str(t, "lifts_when")));
         if (value_get_u64(t, "released_until_usec", &released))
                 field("Released", "until %s; being lifted", format_time(until, released));
