@@ -226,8 +226,10 @@ static bool throttle_held(PointPlan *p, const ApCgroup *c, ApCgroupState *cs, co
                 if (!a)
                         return false;
                 a->value = cs->throttle_high;
-                snprintf(a->reason, sizeof(a->reason), "its policy enforces now: the allocation "
-                         "throttle decided while it observed");
+                /* Its own reason first: the mode change is only why it is written now. */
+                snprintf(a->reason, sizeof(a->reason), "the host is under memory pressure: held at %" PRIu64
+                         " bytes, as decided while its policy observed (its policy enforces now; it grows %"
+                         PRId64 " bytes/s)", cs->throttle_high, c->growth_rate);
                 throttle_lifts_when(a);
                 cs->throttle_observed = false;
                 return true;

@@ -406,6 +406,8 @@ static void test_enforce_applies_the_observed_throttle(void **s) {
         assert_false(a->observe);
         assert_int_equal(a->value, 500 * MIB);
         assert_non_null(strstr(a->reason, "its policy enforces now"));
+        /* Its own reason first, not only the mode change. */
+        assert_non_null(strstr(a->reason, "the host is under memory pressure: held at 524288000 bytes"));
         assert_non_null(strstr(a->lifts_when, "ThrottleHoldTime"));
         decide(4 * SEC);
         assert_null(find(PA_SET_HIGH, 2));     /* once */
