@@ -22,7 +22,7 @@
 #include "log.h"
 #include "manager.h"
 #include "metrics-file.h"
-#include "observer.h"
+#include "observer-scan.h"
 #include "parse-util.h"
 #include "report.h"
 #include "transport.h"

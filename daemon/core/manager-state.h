@@ -48,6 +48,7 @@ typedef struct Manager {
         sd_event_source *tick_source;
         sd_event_source *slice_source;  /* the rest of a tick's pass, a slice per dispatch; off between passes */
         sd_event_source *rescan_source;
+        sd_event_source *cgroup_events_source;  /* the inotify fd of cgroup directories (manager-cgroups.c) */
         sd_event_source *signal_sources[3];
 
         ManagerArgs args;
@@ -70,6 +71,8 @@ typedef struct Manager {
         void *action_hook_userdata;
 
         uint64_t ticks;                 /* ticks whose pass is done */
+        uint64_t tick_fired_usec;       /* when the tick timer last fired (CLOCK_MONOTONIC) */
+        uint64_t ticks_requested;       /* ticks asked for at once (manager_request_tick: new cgroups) */
         uint64_t slice_longest_usec;    /* the longest slice of the pass in progress (CLOCK_MONOTONIC) */
         uint64_t pass_began_usec;       /* when it began */
         uint64_t policies_walks;        /* the observer's walks when policies were last attached */
@@ -80,7 +83,6 @@ typedef struct Manager {
         size_t history_refused_logged;  /* the last count of governed cgroups without room in the history */
         size_t out_of_fds_logged;       /* the last count of cgroups a tick could not open, as logged */
         RateLimit swap_log;             /* a swap disk congested, or no longer */
-        uint64_t lookup_walk_usec;      /* CLOCK_MONOTONIC of the last walk a lookup asked for */
         char *status;                   /* last STATUS= sent */
         char *status_key;               /* ... and what it was made of (protection.h's summary) */
         char *capacities_file;          /* the devices' capacities learnt, in the state directory */

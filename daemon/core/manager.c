@@ -12,9 +12,11 @@
 
 #include "conf-file.h"
 #include "history-record.h"
+#include "manager-cgroups.h"
 #include "hostfs.h"
 #include "log.h"
 #include "message-ids.h"
+#include "observer-scan.h"
 #include "protection.h"
 #include "util.h"
 
@@ -79,26 +81,6 @@ static void manager_notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=%s", s);
         free(m->status);
         m->status = TAKE_PTR(s);
-}
-
-static void manager_attach_policy(Manager *m, CgEntry *e) {
-        const Policy *p = config_find_policy(m->config, e->cg->path, e->unit);
-        char policy_field[300], mode_field[32];
-        const char *fields[] = { policy_field, mode_field, NULL };
-
-        /* What a point governs is sampled every tick from kept files; the rest now and then. */
-        observer_set_hot(m->observer, e, p && p->mode != POLICY_MODE_OFF);
-        if (p == e->policy)
-                return;
-        e->policy = p;
-        if (!p)
-                return;
-        snprintf(policy_field, sizeof(policy_field), "POLICY=%s", p->name);
-        snprintf(mode_field, sizeof(mode_field), "MODE=%s", policy_mode_to_string(p->mode));
-        event_record(m->events, &(LogEvent) { .level = LOG_INFO, .message_id = MESSAGE_POLICY_ATTACHED,
-                                              .cgroup = e->cg->path, .unit = e->unit, .action = "attach-policy",
-                                              .fields = fields },
-                     "%s: under policy '%s' (mode %s)", e->cg->path, p->name, policy_mode_to_string(p->mode));
 }
 
 /* ---- PSI wake-ups ---- */
@@ -270,20 +252,19 @@ static void swap_watch(Manager *m) {
                 log_info("No swap disk congested: reclaims may swap again");
 }
 
-#define LOOKUP_WALK_MIN_USEC USEC_PER_SEC
-
 bool manager_walk_for_lookup(Manager *m) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        /* No walk, whoever asks: the events queued since the loop last read them (a cgroup made a moment
+         * ago) are taken now. */
+        int r = observer_take_events(m->observer, manager_now_usec(m));
+        size_t rechecked = observer_recheck_gone(m->observer);
 
-        if (m->lookup_walk_usec && now < m->lookup_walk_usec + LOOKUP_WALK_MIN_USEC)
+        if (r <= 0 && rechecked == 0)
                 return false;
-        m->lookup_walk_usec = now;
-        m->observer->descendants = UINT64_MAX;  /* walked whatever the root's count says */
-        return manager_rescan(m) >= 0;
+        manager_adopt_news(m, true);
+        return true;
 }
 
 int manager_rescan(Manager *m) {
-        size_t with_policy = 0;
         int r;
 
         r = observer_rescan(m->observer);
@@ -292,18 +273,12 @@ int manager_rescan(Manager *m) {
         m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
         m->observer->cold_every = (unsigned) MAX(m->config->daemon.cold_interval_usec / m->config->daemon.interval_usec,
                                                  UINT64_C(1));
-        /* The cgroups and the policies change only with a walk or a reload: not every rescan matches
-         * every cgroup against every policy again. */
-        if (m->policies_walks != m->observer->walks || m->policies_generation != m->config_generation) {
-                for (size_t i = 0; i < m->observer->cgroups.n; i++) {
-                        CgEntry *e = &m->observer->cgroups.entries[i];
-                        manager_attach_policy(m, e);
-                        with_policy += e->policy != NULL;
-                }
-                m->n_with_policy = with_policy;
-                m->policies_walks = m->observer->walks;
-                m->policies_generation = m->config_generation;
-        }
+        /* The cgroups and the policies change only with a walk, an event or a reload: not every rescan
+         * matches every cgroup against every policy again. */
+        if (m->policies_walks != m->observer->walks || m->policies_generation != m->config_generation)
+                manager_attach_policies(m);
+        else
+                manager_adopt_news(m, false);
         manager_throttles_follow_policies(m);
         trigger_set_reconcile(&m->triggers, m->observer, m->config);
         manager_notify_status(m);
@@ -466,6 +441,7 @@ static int rearm(sd_event_source *s, uint64_t usec, uint64_t interval) {
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
+        m->tick_fired_usec = usec;
         /* A pass still open when the next tick is due goes on: a slow pass makes ticks late, not piled up. */
         if (manager_tick_slice(m) == -ENOMEM) {
                 log_error("Out of memory during a tick, stopping");
@@ -580,6 +556,9 @@ static int add_sources(Manager *m) {
         if (r < 0)
                 return r;
         r = add_timer(m, &m->rescan_source, m->config->daemon.rescan_interval_usec, on_rescan, "rescan");
+        if (r < 0)
+                return r;
+        r = manager_watch_cgroups(m);
         if (r < 0)
                 return r;
         r = sd_event_add_defer(m->event, &m->slice_source, on_slice, m);
@@ -756,6 +735,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->tick_source);
         sd_event_source_disable_unref(m->slice_source);
         sd_event_source_disable_unref(m->rescan_source);
+        sd_event_source_disable_unref(m->cgroup_events_source);
         for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
                 sd_event_source_disable_unref(m->signal_sources[i]);
         sd_event_unref(m->event);

@@ -37,9 +37,10 @@ int manager_reload(Manager *m, ConfDiag *ret_diag);
 /* The rescan's work: find cgroups, attach policies, reconcile triggers. */
 int manager_rescan(Manager *m);
 /*
- * A walk of the tree now, for a name the control API did not find (a unit
- * started since the last rescan): at most one a second, whoever asks.
- * Returns true if it walked. CgEntry pointers taken before may move.
+ * For a name the control API did not find (a unit started a moment ago):
+ * the events of cgroup directories not read yet are taken now. Never a walk,
+ * whoever asks. Returns true if cgroups were added or dropped. CgEntry
+ * pointers taken before may move.
  */
 bool manager_walk_for_lookup(Manager *m);
 

@@ -415,21 +415,30 @@ static int walk_dir(Walk *w, int dirfd, char *path, size_t path_len, unsigned de
         return r;
 }
 
-static int walk_root(const CgRoot *root, Walk *w) {
+/* Walks from the cgroup at `from` ("/" for the root, opened without following a link). */
+static int walk_from(const CgRoot *root, const char *from, Walk *w) {
         char path[PATH_MAX] = "";
-        int fd = cg_openat(root->fd, ".", O_RDONLY | O_DIRECTORY), r;
+        size_t len = streq(from, "/") ? 0 : strlen(from);
+        int fd, r;
 
+        if (len >= sizeof(path))
+                return -ENAMETOOLONG;
+        fd = len ? open_beneath(root->fd, from) : cg_openat(root->fd, ".", O_RDONLY | O_DIRECTORY);
         if (fd < 0)
-                return negative_errno();
-        r = walk_dir(w, fd, path, 0, 0);
+                return len ? fd : negative_errno();
+        memcpy(path, from, len + 1);
+        r = walk_dir(w, fd, path, len, 0);
         return r < 0 ? r : (int) MIN(w->visited, (size_t) INT32_MAX);
 }
 
 int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned *ret_skipped) {
+        return cg_root_walk_below(root, "/", fn, userdata, ret_skipped);
+}
+
+int cg_root_walk_below(const CgRoot *root, const char *from, CgWalkFn fn, void *userdata, unsigned *ret_skipped) {
         Walk w = { .fn = fn, .userdata = userdata };
-        int r = walk_root(root, &w);
+        int r = walk_from(root, from, &w);
 
         *ret_skipped = w.skipped;
         return r;
 }
-

@@ -156,3 +156,5 @@ bool cgroup_gone(const Cgroup *cg);
  */
 typedef int (*CgWalkFn)(const char *path, uint64_t id, void *userdata);
 int cg_root_walk_full(const CgRoot *root, CgWalkFn fn, void *userdata, unsigned *ret_skipped);
+/* The same from the cgroup at `from` ("/a/b") and below it: -ENOENT or -ENOTDIR if it is not there. */
+int cg_root_walk_below(const CgRoot *root, const char *from, CgWalkFn fn, void *userdata, unsigned *ret_skipped);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgfs-watch.h"
 #include "log.h"
 #include "unit-name.h"
 #include "util.h"
@@ -43,6 +44,176 @@ CgEntry *cgtable_find(CgTable *t, uint64_t id) {
         return i < t->n && t->entries[i].cg->id == id ? &t->entries[i] : NULL;
 }
 
+void cgtable_init(CgTable *t, int watch_fd) {
+        *t = (CgTable) { .watched = watch_fd >= 0, .watch_fd = watch_fd };
+}
+
+static size_t watch_lower_bound(const CgTable *t, int wd) {
+        size_t lo = 0, hi = t->n_watches;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (t->watches[mid].wd < wd)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+CgEntry *cgtable_find_watch(CgTable *t, int wd) {
+        size_t i = watch_lower_bound(t, wd);
+
+        return i < t->n_watches && t->watches[i].wd == wd ? cgtable_find(t, t->watches[i].id) : NULL;
+}
+
+static uint32_t path_hash(const char *p) {
+        uint32_t h = 2166136261u;
+
+        for (; *p; p++)
+                h = (h ^ (uint8_t) *p) * 16777619u;
+        return h;
+}
+
+/* The index by path made afresh for every entry, with room for twice as many. */
+static int paths_rebuild(CgTable *t) {
+        size_t size = 64;
+        uint64_t *slots;
+
+        while (size < 2 * (t->n + 1))
+                size *= 2;
+        slots = calloc(size, sizeof(uint64_t));
+        if (!slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n; i++) {
+                size_t k = t->entries[i].path_hash & (size - 1);
+
+                while (slots[k])
+                        k = (k + 1) & (size - 1);
+                slots[k] = t->entries[i].cg->id;
+        }
+        free(t->by_path);
+        t->by_path = slots;
+        t->by_path_size = size;
+        return 0;
+}
+
+/* Indexes an entry already in the table. */
+static int paths_put(CgTable *t, const CgEntry *e) {
+        size_t k;
+
+        if (2 * t->n > t->by_path_size)
+                return paths_rebuild(t);
+        for (k = e->path_hash & (t->by_path_size - 1); t->by_path[k]; k = (k + 1) & (t->by_path_size - 1))
+                ;
+        t->by_path[k] = e->cg->id;
+        return 0;
+}
+
+/* Unindexes an entry still in the table: its slot emptied, the slots after it moved up where they may. */
+static void paths_drop(CgTable *t, const CgEntry *e) {
+        size_t mask = t->by_path_size - 1, j, k;
+
+        if (!t->by_path)
+                return;
+        for (j = e->path_hash & mask; t->by_path[j] != e->cg->id; j = (j + 1) & mask)
+                if (!t->by_path[j])
+                        return;
+        for (k = (j + 1) & mask; t->by_path[k]; k = (k + 1) & mask) {
+                const CgEntry *o = cgtable_find(t, t->by_path[k]);
+                size_t home = o ? o->path_hash & mask : k;
+
+                if (((k - home) & mask) >= ((k - j) & mask)) {
+                        t->by_path[j] = t->by_path[k];
+                        j = k;
+                }
+        }
+        t->by_path[j] = 0;
+}
+
+CgEntry *cgtable_find_path(CgTable *t, const char *path) {
+        uint32_t h = path_hash(path);
+        size_t mask = t->by_path_size - 1;
+
+        if (!t->by_path)
+                return NULL;
+        for (size_t k = h & mask; t->by_path[k]; k = (k + 1) & mask) {
+                CgEntry *e = cgtable_find(t, t->by_path[k]);
+
+                if (e && e->path_hash == h && streq(e->cg->path, path))
+                        return e;
+        }
+        return NULL;
+}
+
+/* Remembers whose watch wd is (a directory watched again keeps its wd: the entry is the newer one). */
+static int watch_put(CgTable *t, int wd, uint64_t id) {
+        size_t i = watch_lower_bound(t, wd);
+
+        if (i < t->n_watches && t->watches[i].wd == wd) {
+                t->watches[i].id = id;
+                return 0;
+        }
+        if (t->n_watches == t->n_watches_alloc) {
+                size_t want = MAX(t->n_watches_alloc + t->n_watches_alloc / 2, (size_t) 64);
+                CgWatchRef *n = reallocarray(t->watches, want, sizeof(CgWatchRef));
+
+                if (!n)
+                        return -ENOMEM;
+                t->watches = n;
+                t->n_watches_alloc = want;
+        }
+        memmove(t->watches + i + 1, t->watches + i, (t->n_watches - i) * sizeof(CgWatchRef));
+        t->watches[i] = (CgWatchRef) { .wd = wd, .id = id };
+        t->n_watches++;
+        return 0;
+}
+
+static void watch_drop(CgTable *t, int wd, uint64_t id) {
+        size_t i = watch_lower_bound(t, wd);
+
+        if (i >= t->n_watches || t->watches[i].wd != wd || t->watches[i].id != id)
+                return;
+        memmove(t->watches + i, t->watches + i + 1, (t->n_watches - i - 1) * sizeof(CgWatchRef));
+        t->n_watches--;
+}
+
+/* Watches a cgroup just opened (its directory attached); one refused is counted, said once per new count. */
+static int watch_entry(CgTable *t, CgEntry *e) {
+        int wd;
+
+        e->wd = -1;
+        if (!t->watched)
+                return 0;
+        wd = cgroup_watch_dir(e->cg, t->watch_fd);
+        if (wd == -ENOSPC || wd == -ENOMEM) {
+                if (t->unwatched++ == 0)
+                        log_warning("inotify refused to watch %s (fs.inotify.max_user_watches reached?): new "
+                                    "cgroups are found by walks of the tree instead, every rescan", e->cg->path);
+                return 0;
+        }
+        if (wd < 0) {
+                log_debug_errno(wd, "%s: cannot watch: %m", e->cg->path);
+                t->unwatched++;
+                return 0;
+        }
+        e->wd = wd;
+        return watch_put(t, wd, e->cg->id);
+}
+
+/* What an entry holds, let go: its watch (unless its directory went with it), its fds, its Cgroup. */
+static void entry_release(CgTable *t, CgEntry *e, bool dir_gone) {
+        if (e->wd >= 0) {
+                watch_drop(t, e->wd, e->cg->id);
+                if (!dir_gone && t->watched)
+                        cg_watch_forget(t->watch_fd, e->wd);
+        } else if (t->unwatched > 0 && t->watched)
+                t->unwatched--;
+        cgroup_free(e->cg);
+        e->cg = NULL;
+}
+
 static int refresh_one(const char *path, uint64_t id, void *userdata) {
         Refresh *rf = userdata;
         CgEntry *e = cgtable_find(rf->t, id), *n;
@@ -69,8 +240,6 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 log_debug_errno(r, "%s: cannot open: %m", path);
                 return 0;
         }
-        /* Held open only while it is sampled every tick (observer.h). */
-        cgroup_detach(cg);
         if (rf->n_added == rf->n_alloc) {
                 size_t want = MAX(rf->n_alloc + rf->n_alloc / 2, (size_t) 64);
 
@@ -82,9 +251,14 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 rf->added = n;
                 rf->n_alloc = want;
         }
-        rf->added[rf->n_added++] = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
-                                               .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
-        return 0;
+        n = &rf->added[rf->n_added++];
+        *n = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
+                         .path_hash = path_hash(cg->path),
+                         .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
+        r = watch_entry(rf->t, n);
+        /* Held open only while it is sampled every tick (observer.h). */
+        cgroup_detach(cg);
+        return r;
 }
 
 /* Drops unseen entries, appends the new ones, sorts once. */
@@ -95,7 +269,7 @@ static int refresh_merge(Refresh *rf) {
 
         for (size_t i = 0; i < t->n; i++) {
                 if (!t->entries[i].seen) {
-                        cgroup_free(t->entries[i].cg);
+                        entry_release(t, &t->entries[i], t->entries[i].gone);
                         t->removed++;
                         continue;
                 }
@@ -145,12 +319,14 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
                         t->entries[i].seen |= !t->entries[i].gone;
         if (r >= 0)
                 r = refresh_merge(&rf);
+        if (r >= 0 && (t->added > 0 || t->removed > 0 || !t->by_path))
+                r = paths_rebuild(t);
         if (skipped != t->walk_skipped && skipped > 0)
                 log_warning("%u subtrees below %s could not be read (out of file descriptors, or no access); "
                             "their cgroups are not watched", skipped, root->path);
         t->walk_skipped = skipped;
         for (size_t i = 0; i < rf.n_added; i++)
-                cgroup_free(rf.added[i].cg);
+                entry_release(t, &rf.added[i], false);
         free(rf.added);
         if (rf.out_of_fds > 0 && rf.out_of_fds != t->unopened)
                 log_warning("Out of file descriptors: %zu new cgroups could not be opened and are not watched; "
@@ -159,9 +335,70 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
         return r;
 }
 
+/* Where an entry of this id goes, the table grown by one for it. */
+static int insert_at(CgTable *t, uint64_t id, CgEntry **ret) {
+        size_t i = cgtable_lower_bound(t, id);
+        CgEntry *n = realloc(t->entries, (t->n + 1) * sizeof(CgEntry));
+
+        if (!n)
+                return -ENOMEM;
+        t->entries = n;
+        memmove(t->entries + i + 1, t->entries + i, (t->n - i) * sizeof(CgEntry));
+        t->n++;
+        *ret = &t->entries[i];
+        return 0;
+}
+
+int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret) {
+        _cleanup_(cgroup_freep) Cgroup *cg = NULL;
+        CgEntry *e;
+        int r;
+
+        *ret = NULL;
+        r = cgroup_open(root, path, &cg);
+        if (r == -ENOENT || r == -ENODEV || r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return r;
+        e = cgtable_find(t, cg->id);
+        if (e && streq(e->cg->path, path) && !e->gone) {
+                *ret = e;
+                return 0;
+        }
+        if (e)
+                cgtable_remove_at(t, (size_t) (e - t->entries), false);
+        r = insert_at(t, cg->id, &e);
+        if (r < 0)
+                return r;
+        *e = (CgEntry) { .cg = TAKE_PTR(cg), .wd = -1, .found_usec = now_usec(CLOCK_MONOTONIC) };
+        e->unit = cgroup_path_unit(e->cg->path);
+        e->path_hash = path_hash(e->cg->path);
+        r = paths_put(t, e);
+        if (r >= 0)
+                r = watch_entry(t, e);
+        cgroup_detach(e->cg);
+        *ret = e;
+        return r < 0 ? r : 1;
+}
+
+void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone) {
+        if (i >= t->n)
+                return;
+        paths_drop(t, &t->entries[i]);
+        entry_release(t, &t->entries[i], dir_gone);
+        memmove(t->entries + i, t->entries + i + 1, (t->n - i - 1) * sizeof(CgEntry));
+        t->n--;
+        t->removed++;
+}
+
 void cgtable_clear(CgTable *t) {
+        bool watched = t->watched;
+        int fd = t->watch_fd;
+
         for (size_t i = 0; i < t->n; i++)
                 cgroup_free(t->entries[i].cg);
         free(t->entries);
-        *t = (CgTable) {};
+        free(t->watches);
+        free(t->by_path);
+        *t = (CgTable) { .watched = watched, .watch_fd = fd };
 }

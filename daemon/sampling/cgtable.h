@@ -3,6 +3,8 @@
  * The cgroups the daemon knows, by id, kept across ticks so that their
  * files stay open. A refresh walks the tree: new cgroups are opened, removed
  * ones dropped, and a cgroup recreated under an old path is a new entry.
+ * With a watch fd (cgfs-watch.h) every directory opened is watched, so that
+ * cgroups are added and dropped one by one as the events tell, between walks.
  */
 #pragma once
 
@@ -23,6 +25,8 @@ typedef struct CgEntry {
         uint64_t sample_usec[2];
         uint8_t cur;
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
+        int wd;                         /* its directory's inotify watch; -1: none */
+        uint32_t path_hash;             /* of cg->path, for the table's index by path */
         bool gone;                      /* found removed while sampling */
         bool hot;                       /* sampled every tick from kept files (governed); else now and then */
         uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
@@ -40,16 +44,45 @@ static inline const CgroupSample *cg_entry_sample(const CgEntry *e) {
         return e->n_samples > 0 ? &e->samples[e->cur] : NULL;
 }
 
+/* Which entry a watch descriptor is of. */
+typedef struct CgWatchRef {
+        int wd;
+        uint64_t id;
+} CgWatchRef;
+
 typedef struct CgTable {
         CgEntry *entries;       /* sorted by cg->id */
         size_t n;
         size_t added, removed;  /* by the last refresh */
         unsigned walk_skipped;  /* subtrees the last refresh could not read */
         size_t unopened;        /* cgroups the last refresh could not open (out of fds) */
+        bool watched;           /* entries are watched on watch_fd (not owned); a zeroed table is not */
+        int watch_fd;
+        CgWatchRef *watches;    /* sorted by wd */
+        size_t n_watches, n_watches_alloc;
+        size_t unwatched;       /* directories whose watch was refused (fs.inotify.max_user_watches) */
+        uint64_t *by_path;      /* ids by path hash, open addressing (0: empty); for events, which name paths */
+        size_t by_path_size;    /* a power of two, at least twice the entries; 0: not built */
 } CgTable;
 
+/* An empty table whose entries are watched on watch_fd (negative: not watched). */
+void cgtable_init(CgTable *t, int watch_fd);
 int cgtable_refresh(CgTable *t, const CgRoot *root);
 CgEntry *cgtable_find(CgTable *t, uint64_t id);
+/* The entry at this path, or NULL (two can share it for a moment: a removed one not yet dropped). */
+CgEntry *cgtable_find_path(CgTable *t, const char *path);
+/* The entry whose directory has this watch, or NULL. */
+CgEntry *cgtable_find_watch(CgTable *t, int wd);
+/*
+ * Opens the cgroup at `path` and adds it (watched, detached), unless the
+ * table has it already. Returns 1 and the new entry, 0 and the one there (NULL
+ * for a path that is no cgroup any more: removed meanwhile), or a negative
+ * errno (-ENOMEM, -EMFILE). An entry of the same id under another path (a
+ * rename) is replaced. Pointers to other entries may move.
+ */
+int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret);
+/* Drops the entry at index i: its watch (if its directory is still there), its fds, its slot. */
+void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone);
 /* The index of the first entry whose id is id or more (t->n if none). */
 size_t cgtable_lower_bound(const CgTable *t, uint64_t id);
 void cgtable_clear(CgTable *t);

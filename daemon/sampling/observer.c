@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgfs-watch.h"
 #include "cgparse.h"
 #include "fileio.h"
 #include "log.h"
@@ -32,6 +33,11 @@ int observer_new(const char *cgroup_root, const char *proc_root, const char *sys
         o->cold_every = 1;
         o->descendants = UINT64_MAX;
         o->keep_max = fd_budget();
+        o->watch_fd = cg_watch_open();
+        if (o->watch_fd < 0)
+                log_warning_errno(o->watch_fd, "Cannot watch cgroup directories (inotify: %m): new cgroups are "
+                                  "found by walks of the tree, every rescan");
+        cgtable_init(&o->cgroups, o->watch_fd);
         r = cg_root_open(cgroup_root, &o->root);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the cgroup root %s: %m", cgroup_root);
@@ -46,6 +52,7 @@ Observer *observer_free(Observer *o) {
         if (!o)
                 return NULL;
         cgtable_clear(&o->cgroups);
+        closep(&o->watch_fd);
         metadata_view_clear(&o->metadata);
         devstat_clear(&o->devices);
         cg_root_free(o->root);
@@ -119,99 +126,20 @@ static void release(Observer *o, CgEntry *e) {
                 cgroup_detach(e->cg);
 }
 
-/* nr_descendants from the root's cgroup.stat; UINT64_MAX if it cannot be read (then every rescan walks). */
-static uint64_t root_descendants(const Observer *o) {
-        _cleanup_close_ int fd = -1;
-        char buf[4096], *p;     /* since 6.11 it lists every controller's counts too */
-        uint64_t v;
-
-        if (kept_read(o->root->fd, "cgroup.stat", &fd, buf, sizeof(buf), NULL) < 0 ||
-            !(p = strstr(buf, "nr_descendants ")) || cg_parse_u64(p + 15, strcspn(p + 15, "\n"), &v) < 0)
-                return UINT64_MAX;
-        return v;
-}
-
-/* Whether the tree may have changed since the last walk. */
-static bool walk_needed(Observer *o, uint64_t now) {
-        uint64_t d = root_descendants(o);
-        bool needed = d == UINT64_MAX || d != o->descendants || o->walks == 0 || o->gone_since_walk ||
-                      now >= o->walked_usec + OBSERVER_WALK_MAX_USEC;
-
-        o->descendants = d;
-        return needed;
-}
-
-/* The swap areas' disks, followed by devstat from the next pass on; the last list kept if unreadable. */
-static void rescan_swaps(Observer *o) {
-        SwapDisk disks[SWAPS_MAX];
-        size_t unknown = 0;
-        int r = swaps_disks(o->host, disks, ELEMENTSOF(disks), &unknown);
-
-        if (r < 0) {
-                log_debug_errno(r, "Cannot read the swap areas (%s/swaps): %m", o->host->proc_path);
+void observer_read_limits(Observer *o, CgEntry *e) {
+        if (observer_attach(o, e) < 0)
                 return;
-        }
-        if ((size_t) r != o->n_swap_disks || memcmp(disks, o->swap_disks, (size_t) r * sizeof(SwapDisk)) != 0) {
-                char list[SWAPS_MAX * 24] = "";
-
-                for (int i = 0; i < r; i++)
-                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%u:%u", i ? ", " : "",
-                                 disks[i].major, disks[i].minor);
-                if (r > 0)
-                        log_info("Swap is on disk%s %s: while %s congested, reclaims that may swap are held back",
-                                 r == 1 ? "" : "s", list, r == 1 ? "it is" : "one is");
-                else if (o->n_swap_disks > 0)
-                        log_info("No swap area on a known disk any more");
-        }
-        memcpy(o->swap_disks, disks, (size_t) r * sizeof(SwapDisk));
-        o->n_swap_disks = (size_t) r;
-        if (unknown != o->swap_unknown && unknown > 0)
-                log_info("%zu swap area%s on no disk found below %s: reclaims that may swap are not held back "
-                         "when %s busy", unknown, unknown == 1 ? " is" : "s are", o->host->sys_path,
-                         unknown == 1 ? "it is" : "they are");
-        o->swap_unknown = unknown;
+        if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
+                e->gone = o->gone_since_walk = true;
+        e->limits_pass = o->passes;
+        release(o, e);
 }
 
-int observer_rescan(Observer *o) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        int r = 0;
-
-        if (walk_needed(o, now)) {
-                r = cgtable_refresh(&o->cgroups, o->root);
-                o->walked_usec = now;
-                o->walks++;
-                o->gone_since_walk = false;
-                /* An incomplete walk (failed, a subtree unreadable, cgroups not opened) is done again. */
-                if (r < 0 || o->cgroups.walk_skipped > 0 || o->cgroups.unopened > 0)
-                        o->descendants = UINT64_MAX;
-                /* Removed cgroups took their share of the budget with them. */
-                o->n_kept = 0;
-                for (size_t i = 0; i < o->cgroups.n; i++)
-                        o->n_kept += o->cgroups.entries[i].keeps;
-        }
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m", o->root->path);
-        for (size_t i = 0; i < o->cgroups.n; i++) {
-                CgEntry *e = &o->cgroups.entries[i];
-
-                cgroup_forget_absent(e->cg);
-                /* A cold cgroup's limits are read with its samples. */
-                if (!e->hot && e->limits.have != 0)
-                        continue;
-                if (observer_attach(o, e) < 0)
-                        continue;
-                if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
-                        e->gone = true;
-                e->limits_pass = o->passes;
-                release(o, e);
-        }
-        r = metadata_discover(o->host, &o->metadata);
-        if (r < 0)
-                log_debug_errno(r, "Cannot list filesystems for metadata figures: %m");
-        rescan_swaps(o);
-        return 0;
+void observer_drop(Observer *o, CgEntry *e, bool dir_gone) {
+        if (e->keeps)
+                o->n_kept--;
+        o->removed_with_policy += e->policy != NULL;
+        cgtable_remove_at(&o->cgroups, (size_t) (e - o->cgroups.entries), dir_gone);
 }
 
 const DevStat *observer_swap_congested(const Observer *o) {

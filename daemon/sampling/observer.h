@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The daemon's picture of the host: every cgroup's newest samples and the
- * signals derived from them, and the same for the host as a whole. A rescan
- * finds cgroups (walking the tree only when the root's count of descendants
- * changed, a cgroup was found removed, or a minute passed) and reads limits; a sample pass rereads
+ * signals derived from them, and the same for the host as a whole. Cgroups
+ * are found by events: every cgroup directory is watched (cgfs-watch.h), a
+ * new cgroup is added and sampled once as its mkdir is read, a removed one
+ * dropped. The tree is walked at the start, when events were lost or a
+ * watch refused (then as before: when the root's count of descendants
+ * changed, a cgroup was found removed, or a minute passed), and as a safety
+ * net every ten minutes. A rescan reads limits; a sample pass rereads
  * counters and derives rates. Cgroups come in two tiers: hot ones (those a
  * point governs) are sampled every pass from files kept open; the others
  * every `cold_every` passes, spread over the passes, from files opened and
@@ -26,6 +30,11 @@
 #include "sampler.h"
 #include "swaps.h"
 #include "derived.h"
+
+/* New cgroups remembered for the manager between two looks (it attaches their policies). */
+#define OBSERVER_NEWS_MAX 64
+/* Events taken at one call of observer_take_events(): a burst is taken over several turns of the loop. */
+#define OBSERVER_EVENTS_MAX 256
 
 typedef struct Observer {
         CgRoot *root;
@@ -55,6 +64,14 @@ typedef struct Observer {
         size_t n_kept;                  /* ... and that do */
         bool gone_since_walk;           /* a cgroup was found removed: the next rescan walks */
 
+        int watch_fd;                   /* inotify on every cgroup directory; -1: none (walks find cgroups) */
+        bool rewalk;                    /* events were lost, or a directory moved: the next rescan walks */
+        uint64_t news[OBSERVER_NEWS_MAX];       /* ids of cgroups the events added, for the manager */
+        size_t n_news;
+        bool news_lost;                 /* more were added than news holds: look at every entry */
+        size_t removed_with_policy;     /* entries under a policy the events dropped (the manager's count) */
+        uint64_t events_added, events_removed;  /* cgroups added and dropped by events, all told */
+
         /* The sample pass in progress, done in steps (observer_pass_begin, observer_pass_step). */
         bool pass_open;
         uint64_t pass_next_id;          /* the first cgroup id its next step looks at */
@@ -72,6 +89,8 @@ typedef struct Observer {
 
 /* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
 #define OBSERVER_WALK_MAX_USEC (60 * USEC_PER_SEC)
+/* ... and, while every directory is watched, this often (a safety net: the events say what changes). */
+#define OBSERVER_WALK_WATCHED_USEC (600 * USEC_PER_SEC)
 
 int observer_new(const char *cgroup_root, const char *proc_root, const char *sys_root, Observer **ret);
 Observer *observer_free(Observer *o);
@@ -85,8 +104,12 @@ static inline void observer_freep(Observer **o) {
  * NULL: none. */
 const DevStat *observer_swap_congested(const Observer *o);
 
-/* Finds new and removed cgroups, reads every cgroup's limits and the swap areas' disks. */
-int observer_rescan(Observer *o);
+/* Reads a cgroup's limits now (attached for it, released after). */
+void observer_read_limits(Observer *o, CgEntry *e);
+
+/* Drops an entry from the table, its share of the fd budget and the manager's count with it. CgEntry
+ * pointers taken before may move. */
+void observer_drop(Observer *o, CgEntry *e, bool dir_gone);
 
 /* Samples one cgroup at now_usec and derives its signals. -ENODEV: it is gone. */
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec);

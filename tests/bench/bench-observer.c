@@ -28,7 +28,7 @@
 #include "conf.h"
 #include "fixture.h"
 #include "log.h"
-#include "observer.h"
+#include "observer-scan.h"
 #include "util.h"
 
 /* The targets of the observation issue (issue 4, "Cost"). */
