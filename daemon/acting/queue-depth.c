@@ -39,6 +39,7 @@ struct QueueDepth {
         uint64_t next_cookie;
         QueueRefusal refused[QUEUE_REFUSED_MAX];
         size_t n_refused;
+        bool read_only_said;            /* EROFS: /sys read-only to the daemon, said once for every device */
         EventLog *events;
         void (*changed)(void *userdata);
         void *userdata;
@@ -71,6 +72,21 @@ static bool is_refused(const QueueDepth *q, ThrottleKind kind, uint32_t major, u
         return false;
 }
 
+/* /sys mounted read-only for the daemon (its unit's ProtectKernelTunables=yes with no drop-in that opens
+ * /sys/devices): one cause for every device and knob, said once. */
+static void refuse_read_only(QueueDepth *q, const ThrottleEntry *e) {
+        const char *fields[] = { "KNOB=queue", "ERRNO=30", NULL };
+
+        if (q->read_only_said)
+                return;
+        q->read_only_said = true;
+        event_record(q->events, &(LogEvent) { .level = LOG_WARNING, .message_id = MESSAGE_THROTTLE,
+                                              .action = "queue-refused", .fields = fields },
+                     "%s: read-only to the daemon: its unit's ProtectKernelTunables=yes keeps /sys read-only; "
+                     "ManageQueueDepth= leaves every queue alone until a restart with the drop-in queue-depth.conf "
+                     "(docs/packaging.md); the rest goes on", e->path);
+}
+
 /* The kernel refused `value`: said once per device and knob, which is then left alone there. */
 static void refuse(QueueDepth *q, const ThrottleEntry *e, uint64_t value, int error) {
         char f_knob[48], f_dev[48], f_value[48], f_errno[32];
@@ -81,6 +97,10 @@ static void refuse(QueueDepth *q, const ThrottleEntry *e, uint64_t value, int er
                 return;
         if (q->n_refused < QUEUE_REFUSED_MAX)
                 q->refused[q->n_refused++] = (QueueRefusal) { e->major, e->minor, e->kind };
+        if (error == -EROFS) {
+                refuse_read_only(q, e);
+                return;
+        }
         snprintf(f_knob, sizeof(f_knob), "KNOB=%s", knob);
         snprintf(f_dev, sizeof(f_dev), "DEVICE=%" PRIu32 ":%" PRIu32, e->major, e->minor);
         snprintf(f_value, sizeof(f_value), "VALUE=%" PRIu64, value);

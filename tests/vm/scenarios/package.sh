@@ -80,8 +80,10 @@ check "apt-get install succeeds" apt_install_deb
 note "install took $(since "$t0") s"
 check "the service is active" test "$(systemctl is-active $svc)" = active
 check "and enabled" test "$(systemctl is-enabled $svc)" = enabled
-check "from the package's unit in /lib/systemd/system" \
-    test "$(systemctl show -P FragmentPath $svc)" = /lib/systemd/system/$svc
+# trixie's systemd names it by its merged-/usr path
+unit_path=$(systemctl show -P FragmentPath $svc)
+check "from the package's unit in /lib/systemd/system ($unit_path)" \
+    test "${unit_path#/usr}" = /lib/systemd/system/$svc
 check "running /usr/sbin/mdreclaimd" \
     grep -q '^ExecStart={ path=/usr/sbin/mdreclaimd ' <(systemctl show -p ExecStart $svc)
 check "mdctl status answers" wait_for 30 socket_up
