@@ -349,8 +349,13 @@ int verb_explain(sd_bus *bus, const Args *a) {
 
                 printf("%s%s%s%s: ", or_dash(value_get_str(&x, "path")), unit ? " (" : "", unit ? unit : "",
                        unit ? ")" : "");
-                for (size_t i = 0; answer && answer->kind == VALUE_ARRAY && i < answer->n; i++)
-                        printf(i == 0 ? "%s\n" : "  - %s\n", or_dash(answer->items[i].s));
+                for (size_t i = 0; answer && answer->kind == VALUE_ARRAY && i < answer->n; i++) {
+                        char text[700];
+
+                        /* The figures of a reason quoted from the write point, for people. */
+                        printf(i == 0 ? "%s\n" : "  - %s\n",
+                               answer->items[i].s ? text_humanize(text, sizeof(text), answer->items[i].s) : "-");
+                }
         }
         value_clear(&x);
         return 0;

@@ -216,13 +216,29 @@ int api_append_protection(sd_bus_message *r, Manager *m, const CgEntry *e) {
 
 /* ---- the writer's side ---- */
 
+/* The reason the ledger keeps for the write point's cap on the writer, or NULL. */
+static const char *cap_reason(Manager *m, const WpCap *c) {
+        const Ledger *l = actuator_ledger(m->actuator);
+
+        for (size_t i = 0; i < l->n; i++) {
+                const ThrottleEntry *t = &l->entries[i];
+
+                if (t->cgroup_id == c->cgroup_id && t->kind == THROTTLE_IO_WBPS && t->major == c->major &&
+                    t->minor == c->minor && t->requested[POINT_WRITE] != THROTTLE_NONE)
+                        return t->reason[POINT_WRITE];
+        }
+        return NULL;
+}
+
 static void say_cap(Manager *m, const WpCap *c, bool writer_side, Answer *a) {
         const CgEntry *other = cgtable_find(&m->observer->cgroups, writer_side ? c->cgroup_id : c->protected_id);
+        const char *why = writer_side ? NULL : cap_reason(m, c);
         char dev[80], rate[32];
 
-        say(a, "%s%s at %s on %s%s", writer_side ? "" : "for ", other ? name_of(other) : "a cgroup now gone",
+        say(a, "%s%s at %s on %s%s%s%s", writer_side ? "" : "for ", other ? name_of(other) : "a cgroup now gone",
             rate_text(rate, c->wbps), device_text(m, c->major, c->minor, dev),
-            c->observed ? " (decided, not written: its policy observes)" : "");
+            c->observed ? " (decided, not written: its policy observes)" : "", why ? ", because " : "",
+            why ? why : "");
 }
 
 /* The writer's policy, or the lack of one, when it alone says why: true then. */

@@ -303,9 +303,9 @@ check "systemctl status names the protected service and the capped writer" wait_
 systemctl status mdreclaimd.service --no-pager -l | grep -E "^ +Status:" | cut -c 1-220
 explained() { mdctl explain "$1" > "/tmp/explain-$1.txt" && grep -q -- "$2" "/tmp/explain-$1.txt"; }
 check "mdctl explain $v: protected, $c capped for it on the test disk" \
-    explained "$v" "^  - $c at [0-9.]* MiB/s on [a-z]* ($devno)$"
+    explained "$v" "^  - $c at [0-9.]* MiB/s on [a-z0-9]* ($devno)$"
 cat "/tmp/explain-$v.txt"
-check "mdctl explain $c: capped for $v" explained "$c" "^  - for $v at [0-9.]* MiB/s on [a-z]* ($devno)$"
+check "mdctl explain $c: capped for $v" explained "$c" "^  - for $v at [0-9.]* MiB/s on [a-z0-9]* ($devno), because "
 cat "/tmp/explain-$c.txt"
 # And the other side of "why not": a cgroup beside them that does not write to the disk.
 check "mdctl explain of a cgroup that is not capped says why" explained init.scope "^/init.scope (init.scope): not capped$"
