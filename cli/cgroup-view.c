@@ -156,7 +156,8 @@ const char *text_humanize(char *buf, size_t size, const char *s) {
 }
 
 const char *cell_throttle(char buf[static 48], const Value *t, bool device) {
-        const char *knob = value_get_str(t, "knob"), *dev = value_get_str(t, "device_name") ?: value_get_str(t, "device");
+        const char *knob = value_get_str(t, "knob");
+        const char *dev = value_get_str(t, "device_name") ?: value_get_str(t, "device");
         char v[32];
 
         if (!knob || !cell_size(v, t, "value"))

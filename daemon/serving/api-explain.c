@@ -257,8 +257,8 @@ static bool writer_policy_says(Manager *m, const CgEntry *e, Answer *a) {
                         say(a, "its policy '%s' is in Mode=observe: a cap is decided and logged (OBSERVE=yes), "
                             "not written", p->name);
                 if (!p)
-                        say(a, "no policy governs it: it is capped as under one of Priority=%u in enforce mode "
-                            "(CapWritersWithoutPolicy=yes)", (unsigned) POLICY_PRIORITY_DEFAULT);
+                        say(a, "no policy governs it: it may be capped as if under a policy of Priority=%u in "
+                            "enforce mode (CapWritersWithoutPolicy=yes)", (unsigned) POLICY_PRIORITY_DEFAULT);
                 return false;
         }
         return true;
