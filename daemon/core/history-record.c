@@ -134,11 +134,13 @@ int history_record(History *h, const Observer *o, const Ledger *l, uint64_t real
         if (r < 0)
                 return r;
         /* Cgroups with a track first: one without may take only a track no cgroup wrote this round. */
+        /* The governed are on the observer's list of what each pass samples first: no other entry is
+         * looked at. */
         for (int with_track = 1; with_track >= 0; with_track--)
-                for (size_t i = 0; i < o->cgroups.n; i++) {
-                        const CgEntry *e = &o->cgroups.entries[i];
+                for (size_t i = 0; i < o->n_every; i++) {
+                        const CgEntry *e = cgtable_find(&o->cgroups, o->every[i]);
 
-                        if (!governed(e) || (history_find(h, e->cg->path) != NULL) != with_track)
+                        if (!e || !governed(e) || (history_find(h, e->cg->path) != NULL) != with_track)
                                 continue;
                         r = record_cgroup(h, e, l, o->page_size, realtime_usec);
                         if (r == -ENOSPC)

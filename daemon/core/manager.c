@@ -223,10 +223,7 @@ static void manager_throttles_follow_policies(Manager *m) {
                 const CgEntry *e = cgtable_find(&m->observer->cgroups, t->cgroup_id);
                 bool keep_write;
 
-                /* A swap hold lasts its cache-only reclaim, which an operator may ask of any cgroup:
-                 * the reclaim's end lifts it, whatever the policy says meanwhile. */
-                if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE) ||
-                    t->kind == THROTTLE_SWAP_MAX)
+                if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE))
                         continue;
                 keep_write = !e->policy && unmanaged;
                 if (keep_write && t->requested[POINT_ALLOCATION] == THROTTLE_NONE)
@@ -276,6 +273,7 @@ int manager_rescan(Manager *m) {
         m->write_runner.dirty_ratio_pct = host_read_dirty_ratio(m->observer->host);
         m->observer->cold_every = (unsigned) MAX(m->config->daemon.cold_interval_usec / m->config->daemon.interval_usec,
                                                  UINT64_C(1));
+        m->observer->cold_interval_usec = m->config->daemon.cold_interval_usec;
         /* The cgroups and the policies change only with a walk, an event or a reload: not every rescan
          * matches every cgroup against every policy again. */
         if (m->policies_walks != m->observer->walks || m->policies_generation != m->config_generation)

@@ -38,7 +38,7 @@ size_t cgtable_lower_bound(const CgTable *t, uint64_t id) {
         return lo;
 }
 
-CgEntry *cgtable_find(CgTable *t, uint64_t id) {
+CgEntry *cgtable_find(const CgTable *t, uint64_t id) {
         size_t i = cgtable_lower_bound(t, id);
 
         return i < t->n && t->entries[i].cg->id == id ? &t->entries[i] : NULL;

@@ -68,7 +68,7 @@ typedef struct CgTable {
 /* An empty table whose entries are watched on watch_fd (negative: not watched). */
 void cgtable_init(CgTable *t, int watch_fd);
 int cgtable_refresh(CgTable *t, const CgRoot *root);
-CgEntry *cgtable_find(CgTable *t, uint64_t id);
+CgEntry *cgtable_find(const CgTable *t, uint64_t id);
 /* The entry at this path, or NULL (two can share it for a moment: a removed one not yet dropped). */
 CgEntry *cgtable_find_path(CgTable *t, const char *path);
 /* The entry whose directory has this watch, or NULL. */

@@ -157,6 +157,7 @@ size_t observer_recheck_gone(Observer *o) {
                         e->n_samples = 0;
                         if (!e->keeps)
                                 cgroup_detach(e->cg);
+                        observer_warm(o, e);
                 } else
                         observer_drop(o, e, false);
                 changed++;
@@ -258,18 +259,20 @@ int observer_rescan(Observer *o) {
                 o->n_kept = 0;
                 for (size_t i = 0; i < o->cgroups.n; i++)
                         o->n_kept += o->cgroups.entries[i].keeps;
+                observer_every_rebuild(o);
         }
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 log_warning_errno(r, "Scanning cgroups under %s failed, keeping the last view: %m", o->root->path);
-        for (size_t i = 0; i < o->cgroups.n; i++) {
-                CgEntry *e = &o->cgroups.entries[i];
+        /* The governed cgroups' limits, and the first of new ones; a cold cgroup's come with its samples
+         * (no entry but these is touched). */
+        for (size_t i = 0; i < o->n_every; i++) {
+                CgEntry *e = cgtable_find(&o->cgroups, o->every[i]);
 
-                cgroup_forget_absent(e->cg);
-                /* A cold cgroup's limits are read with its samples. */
-                if (!e->hot && e->limits.have != 0)
+                if (!e || (!e->hot && e->limits.have != 0))
                         continue;
+                cgroup_forget_absent(e->cg);
                 observer_read_limits(o, e);
         }
         r = metadata_discover(o->host, &o->metadata);

@@ -53,6 +53,7 @@ Observer *observer_free(Observer *o) {
                 return NULL;
         cgtable_clear(&o->cgroups);
         closep(&o->watch_fd);
+        free(o->every);
         metadata_view_clear(&o->metadata);
         devstat_clear(&o->devices);
         cg_root_free(o->root);
@@ -65,22 +66,75 @@ static bool every_pass(const Observer *o, const CgEntry *e) {
         return e->hot || o->passes < e->warm_until;
 }
 
-/* Hot (and warm) cgroups every pass; a cold one at its first pass, then on its turn (spread by its id). */
-static bool cold_turn(const Observer *o, const CgEntry *e) {
-        return every_pass(o, e) || e->n_samples == 0 || o->cold_every <= 1 ||
-               (o->passes + e->cg->id) % o->cold_every == 0;
+/* Sampled in the first part of a pass: hot, warm, or never sampled yet (new). */
+static bool in_every(const Observer *o, const CgEntry *e) {
+        return every_pass(o, e) || e->n_samples == 0;
+}
+
+static size_t every_lower_bound(const Observer *o, uint64_t id) {
+        size_t lo = 0, hi = o->n_every;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (o->every[mid] < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* Puts a cgroup on the list the first part of each pass samples (kept sorted; a failure to grow it is
+ * made good by the next rebuild, meanwhile the cgroup waits for its cold turn). */
+static void every_add(Observer *o, uint64_t id) {
+        size_t i = every_lower_bound(o, id);
+
+        if (i < o->n_every && o->every[i] == id)
+                return;
+        if (o->n_every == o->n_every_alloc) {
+                size_t want = MAX(o->n_every_alloc * 2, (size_t) 64);
+                uint64_t *n = reallocarray(o->every, want, sizeof(uint64_t));
+
+                if (!n) {
+                        o->every_stale = true;
+                        return;
+                }
+                o->every = n;
+                o->n_every_alloc = want;
+        }
+        memmove(o->every + i + 1, o->every + i, (o->n_every - i) * sizeof(uint64_t));
+        o->every[i] = id;
+        o->n_every++;
+}
+
+static void every_remove_at(Observer *o, size_t i) {
+        memmove(o->every + i, o->every + i + 1, (o->n_every - i - 1) * sizeof(uint64_t));
+        o->n_every--;
+}
+
+void observer_every_rebuild(Observer *o) {
+        o->n_every = 0;
+        o->every_stale = false;
+        for (size_t i = 0; i < o->cgroups.n; i++)
+                if (in_every(o, &o->cgroups.entries[i]))
+                        every_add(o, o->cgroups.entries[i].cg->id);
 }
 
 /* A cold cgroup that writes is of interest to the write point's device figures: sampled every pass
  * while it writes, and for one cold interval after. */
 static void update_warmth(Observer *o, CgEntry *e) {
-        if (!e->hot && e->signals.valid && e->signals.write_rate > 0)
+        if (!e->hot && e->signals.valid && e->signals.write_rate > 0) {
                 e->warm_until = o->passes + MAX(o->cold_every, 1u);
+                every_add(o, e->cg->id);
+        }
 }
 
 void observer_warm(Observer *o, CgEntry *e) {
-        if (!e->hot)
-                e->warm_until = MAX(e->warm_until, o->passes + 2);
+        if (e->hot)
+                return;
+        e->warm_until = MAX(e->warm_until, o->passes + 2);
+        every_add(o, e->cg->id);
 }
 
 void observer_warm_all(Observer *o) {
@@ -90,6 +144,7 @@ void observer_warm_all(Observer *o) {
                 if (!e->hot)
                         e->warm_until = MAX(e->warm_until, o->passes + 2);
         }
+        observer_every_rebuild(o);
 }
 
 int observer_attach(Observer *o, CgEntry *e) {
@@ -156,15 +211,19 @@ const DevStat *observer_swap_congested(const Observer *o) {
 
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         uint8_t next = e->n_samples == 0 ? 0 : (uint8_t) (e->cur ^ 1);
+        /* A cold cgroup's limits (five more files) with every few of its samples; the files it lacked
+         * are looked for again then (a controller enabled since). */
+        bool limits_due = !every_pass(o, e) && e->n_samples > 0 &&
+                          o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every;
         int r;
 
         r = observer_attach(o, e);
         if (r < 0)
                 return r;
+        if (limits_due)
+                cgroup_forget_absent(e->cg);
         r = sampler_read_cgroup(e->cg, keep_files(o, e), &e->samples[next]);
-        /* A cold cgroup's limits (five more files) with every few of its samples. */
-        if (r >= 0 && !every_pass(o, e) && e->n_samples > 0 &&
-            o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every) {
+        if (r >= 0 && limits_due) {
                 r = sampler_read_limits(e->cg, &e->limits);
                 e->limits_pass = o->passes;
         }
@@ -203,75 +262,175 @@ void observer_sample_host(Observer *o, uint64_t now_usec) {
                                       &o->system_signals);
 }
 
+/* How many cold cgroups this pass samples: each once per cold interval, in turn. The credit counts in
+ * µs of the cold interval where the manager gave it (so that a tick asked for out of turn samples no
+ * more of them), in passes otherwise. */
+static size_t cold_quota(Observer *o, uint64_t now_usec) {
+        size_t n_cold = o->cgroups.n > o->n_every ? o->cgroups.n - o->n_every : 0;
+        uint64_t unit = o->cold_interval_usec ?: MAX(o->cold_every, 1u), q;
+
+        if (!o->cold_interval_usec)
+                o->cold_credit += n_cold;
+        else if (o->cold_pass_usec && now_usec > o->cold_pass_usec)
+                o->cold_credit += n_cold * MIN(now_usec - o->cold_pass_usec, unit);
+        o->cold_pass_usec = now_usec;
+        q = o->cold_credit / unit;
+        o->cold_credit -= q * unit;
+        return (size_t) MIN(q, (uint64_t) n_cold);
+}
+
 void observer_pass_begin(Observer *o, uint64_t now_usec) {
         observer_sample_host(o, now_usec);
         metadata_sample(o->host, &o->metadata);
+        if (o->every_stale)
+                observer_every_rebuild(o);
         o->out_of_fds = 0;
         o->pass_open = true;
+        o->pass_cold = false;
         o->pass_next_id = 0;
         o->pass_gone = 0;
         o->pass_steps = 0;
+        o->pass_quota = cold_quota(o, now_usec);
+        o->pass_looked = 0;
 }
 
-/* Samples one cgroup if it is its turn; every device it writes to is followed for its completion rate. */
-static int pass_visit(Observer *o, CgEntry *e, uint64_t now_usec, bool *ret_sampled) {
-        int r = 0;
+/* The devices a cold cgroup wrote to stay followed until its next turn (and a little more). */
+static void remember_cold_devices(Observer *o, const CgroupSample *s) {
+        for (size_t d = 0; d < s->n_io; d++) {
+                size_t i;
 
-        *ret_sampled = cold_turn(o, e);
-        if (*ret_sampled) {
-                bool was = every_pass(o, e);
-
-                r = observer_sample_entry(o, e, now_usec);
-                if (r == -ENOMEM)
-                        return r;
-                o->pass_gone += r == -ENODEV;
-                update_warmth(o, e);
-                if (was)
-                        release(o, e);
+                for (i = 0; i < o->n_cold_devs; i++)
+                        if (o->cold_devs[i].major == s->io[d].major && o->cold_devs[i].minor == s->io[d].minor)
+                                break;
+                if (i == o->n_cold_devs) {
+                        if (i == ELEMENTSOF(o->cold_devs))
+                                continue;
+                        o->n_cold_devs++;
+                }
+                o->cold_devs[i] = (ColdDevice) { .major = s->io[d].major, .minor = s->io[d].minor,
+                                                 .until_pass = o->passes + 2 * MAX(o->cold_every, 1u) + 2 };
         }
-        for (size_t d = 0; r >= 0 && d < e->samples[e->cur].n_io; d++)
-                (void) devstat_want(&o->devices, e->samples[e->cur].io[d].major, e->samples[e->cur].io[d].minor);
+}
+
+/* Samples one cgroup; every device it writes to is followed for its completion rate. */
+static int pass_visit(Observer *o, CgEntry *e, uint64_t now_usec) {
+        bool was = every_pass(o, e);
+        const CgroupSample *s;
+        int r;
+
+        r = observer_sample_entry(o, e, now_usec);
+        if (r == -ENOMEM)
+                return r;
+        o->pass_gone += r == -ENODEV;
+        update_warmth(o, e);
+        if (was)
+                release(o, e);
+        s = cg_entry_sample(e);
+        if (r < 0 || !s)
+                return 0;
+        for (size_t d = 0; d < s->n_io; d++)
+                (void) devstat_want(&o->devices, s->io[d].major, s->io[d].minor);
+        if (!every_pass(o, e))
+                remember_cold_devices(o, s);
         return 0;
 }
 
 static void pass_end(Observer *o, uint64_t now_usec) {
+        size_t kept = 0;
+
         for (size_t i = 0; i < o->metadata.n; i++)
                 (void) devstat_want(&o->devices, o->metadata.fs[i].major, o->metadata.fs[i].minor);
         for (size_t i = 0; i < o->n_swap_disks; i++)
                 (void) devstat_want(&o->devices, o->swap_disks[i].major, o->swap_disks[i].minor);
+        for (size_t i = 0; i < o->n_cold_devs; i++)
+                if (o->cold_devs[i].until_pass > o->passes) {
+                        (void) devstat_want(&o->devices, o->cold_devs[i].major, o->cold_devs[i].minor);
+                        o->cold_devs[kept++] = o->cold_devs[i];
+                }
+        o->n_cold_devs = kept;
         devstat_sample(o->host, &o->devices, now_usec);
         o->gone_last_pass = o->pass_gone;
         o->passes++;
         o->pass_open = false;
 }
 
-/* Cgroups looked at (sampled or not) between two looks at the clock. */
-#define PASS_CLOCK_EVERY 256
+typedef struct Step {
+        uint64_t now, began, max_usec;
+        size_t max_cgroups, sampled;
+} Step;
+
+/* Whether the step has had its share: its count of cgroups, or its time (after one cgroup at least). */
+static bool step_spent(const Step *st) {
+        if (st->sampled >= st->max_cgroups)
+                return true;
+        return st->sampled > 0 && st->max_usec != UINT64_MAX && now_usec(CLOCK_MONOTONIC) - st->began >= st->max_usec;
+}
+
+/* The first part of a pass: every cgroup on the list, in id order; those no longer due leave it. */
+static int step_every(Observer *o, Step *st) {
+        for (size_t i = every_lower_bound(o, o->pass_next_id); i < o->n_every;) {
+                CgEntry *e = cgtable_find(&o->cgroups, o->every[i]);
+
+                if (step_spent(st))
+                        return 0;
+                o->pass_next_id = o->every[i] + 1;
+                if (!e) {
+                        every_remove_at(o, i);
+                        continue;
+                }
+                if (pass_visit(o, e, st->now) < 0)
+                        return -ENOMEM;
+                st->sampled++;
+                if (in_every(o, e))
+                        i++;
+                else
+                        every_remove_at(o, i);
+        }
+        return 1;
+}
+
+/* The second part: cold cgroups in turn from where the last pass left off, as many as its quota. */
+static int step_cold(Observer *o, Step *st) {
+        size_t n = o->cgroups.n, i = cgtable_lower_bound(&o->cgroups, o->cold_next_id);
+
+        for (; o->pass_quota > 0 && o->pass_looked < n; o->pass_looked++, i++) {
+                CgEntry *e;
+
+                if (i >= o->cgroups.n)
+                        i = 0;
+                e = &o->cgroups.entries[i];
+                if (in_every(o, e)) {
+                        o->cold_next_id = e->cg->id + 1;
+                        continue;
+                }
+                if (step_spent(st))
+                        return 0;
+                o->cold_next_id = e->cg->id + 1;
+                if (pass_visit(o, e, st->now) < 0)
+                        return -ENOMEM;
+                st->sampled++;
+                o->pass_quota--;
+        }
+        return 1;
+}
 
 int observer_pass_step(Observer *o, uint64_t now, size_t max_cgroups, uint64_t max_usec) {
-        uint64_t began = max_usec == UINT64_MAX ? 0 : now_usec(CLOCK_MONOTONIC);
-        size_t sampled = 0, looked = 0;
-        bool look_at_clock = false;
+        Step st = { .now = now, .max_cgroups = max_cgroups, .max_usec = max_usec,
+                    .began = max_usec == UINT64_MAX ? 0 : now_usec(CLOCK_MONOTONIC) };
+        int r;
 
         if (!o->pass_open)
                 observer_pass_begin(o, now);
         o->pass_steps++;
-        for (size_t i = cgtable_lower_bound(&o->cgroups, o->pass_next_id); i < o->cgroups.n; i++) {
-                CgEntry *e = &o->cgroups.entries[i];
-                bool did;
-
-                if (sampled >= max_cgroups)
-                        return 0;
-                if (look_at_clock && max_usec != UINT64_MAX && now_usec(CLOCK_MONOTONIC) - began >= max_usec)
-                        return 0;
-                if (pass_visit(o, e, now, &did) < 0)
-                        return -ENOMEM;
-                o->pass_next_id = e->cg->id + 1;
-                sampled += did;
-                looked++;
-                /* After each sample, and now and then while passing over cold cgroups not due. */
-                look_at_clock = did || looked % PASS_CLOCK_EVERY == 0;
+        if (!o->pass_cold) {
+                r = step_every(o, &st);
+                if (r <= 0)
+                        return r;
+                o->pass_cold = true;
         }
+        r = step_cold(o, &st);
+        if (r <= 0)
+                return r;
         pass_end(o, now);
         return 1;
 }
@@ -285,6 +444,8 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
         bool was = every_pass(o, e);
 
         e->hot = hot;
+        if (hot)
+                every_add(o, e->cg->id);
         if (hot && keep_files(o, e))
                 (void) observer_attach(o, e);
         else if (was)

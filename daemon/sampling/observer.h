@@ -36,6 +36,11 @@
 /* Events taken at one call of observer_take_events(): a burst is taken over several turns of the loop. */
 #define OBSERVER_EVENTS_MAX 256
 
+typedef struct ColdDevice {
+        uint32_t major, minor;
+        uint64_t until_pass;
+} ColdDevice;
+
 typedef struct Observer {
         CgRoot *root;
         HostRoot *host;
@@ -72,9 +77,24 @@ typedef struct Observer {
         size_t removed_with_policy;     /* entries under a policy the events dropped (the manager's count) */
         uint64_t events_added, events_removed;  /* cgroups added and dropped by events, all told */
 
+        /* What a pass samples: first the cgroups on `every` (hot, warm and new ones, by id), then cold
+         * ones in turn, each once per cold interval: a pass touches no other entry. */
+        uint64_t *every;                /* sorted ids; may hold some no longer due (they leave it as seen) */
+        size_t n_every, n_every_alloc;
+        bool every_stale;               /* it could not grow: made again at the next pass */
+        uint64_t cold_interval_usec;    /* the cold interval, from the manager; 0: cold_every passes */
+        uint64_t cold_credit;           /* cold samples owed, in µs of it (or in passes) times cgroups */
+        uint64_t cold_pass_usec;        /* when the last pass began (its cold share counts from there) */
+        uint64_t cold_next_id;          /* where the turn of the cold cgroups goes on */
+        ColdDevice cold_devs[DEVSTAT_MAX];      /* devices cold cgroups wrote to, followed between turns */
+        size_t n_cold_devs;
+
         /* The sample pass in progress, done in steps (observer_pass_begin, observer_pass_step). */
         bool pass_open;
-        uint64_t pass_next_id;          /* the first cgroup id its next step looks at */
+        bool pass_cold;                 /* its first part is done: cold cgroups now */
+        size_t pass_quota;              /* cold cgroups it still samples */
+        size_t pass_looked;             /* cold cgroups it looked at (at most once round the table) */
+        uint64_t pass_next_id;          /* the first id on `every` its next step samples */
         size_t pass_gone;               /* cgroups it found removed so far */
         unsigned pass_steps;            /* steps it took so far (the last pass's, once it is done) */
 } Observer;
@@ -134,6 +154,9 @@ int observer_sample(Observer *o, uint64_t now_usec);
  */
 void observer_pass_begin(Observer *o, uint64_t now_usec);
 int observer_pass_step(Observer *o, uint64_t now, size_t max_cgroups, uint64_t max_usec);
+
+/* The list of what each pass samples first, made afresh from the table (after a walk). */
+void observer_every_rebuild(Observer *o);
 
 /* Moves a cgroup between the tiers; a cgroup that turns cold lets go of its fds. */
 void observer_set_hot(Observer *o, CgEntry *e, bool hot);
