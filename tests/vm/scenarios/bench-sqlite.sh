@@ -86,7 +86,7 @@ echo "== SQLite $(python3 -c 'import sqlite3; print(sqlite3.sqlite_version)') on
 t0=$(now)
 mkdir -p "$dir"
 "$sq" "$db" init || fatal "cannot make the database"
-in_cgroup "$svccg" "$sq" "$db" hold &
+in_cgroup "$svccg" "$sq" "$db" hold 2> /dev/null &
 holdpid=$!
 # The first run, not counted: the WAL grows to its steady size here.
 in_cgroup "$svccg" "$sq" "$db" 8 > /tmp/sq-first.out 2>&1 || fail "the first, uncounted run"
