@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "dirty-search.h"
 #include "log.h"
 #include "message-ids.h"
 #include "runner.h"
@@ -107,10 +108,10 @@ static bool capped_by_point(const WritePointState *state, uint64_t id) {
  * that the point holds a cap on: it stays in view until the point lifts it. Never the root (no
  * io.max there). */
 static bool unmanaged_writer(const CgEntry *e, const CgroupSample *s, const WritePointState *state) {
-        if (e->policy || e->gone || !s || !e->signals.valid || streq(e->cg->path, "/"))
+        if (e->policy || e->gone || !s || streq(e->cg->path, "/"))
                 return false;
-        return e->signals.write_rate >= WP_WRITING_RATE_MIN || sample_dirty_bytes(s) >= WP_GUARD_DIRTY_MIN ||
-               capped_by_point(state, e->cg->id);
+        return (e->signals.valid && e->signals.write_rate >= WP_WRITING_RATE_MIN) ||
+               sample_dirty_bytes(s) >= WP_GUARD_DIRTY_MIN || capped_by_point(state, e->cg->id);
 }
 
 /* out[first..*n] without the cgroups that are an ancestor of another one there: io.stat counts a
@@ -129,22 +130,29 @@ static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
         }
 }
 
-/* Who writes that the point does not see: dirty data on the host beyond what the cgroups in view hold
- * (32 MiB or more: a writer's first second in the page cache; a service's fsyncs leave none), or a
- * device that completes writes beyond what they write there (a quarter of its capacity or more, 4 MiB/s
- * before that is known). The journal a protected cgroup's fsyncs make a kernel thread write is charged
- * to no cgroup in view and can pass that bound: in the benches it started a sweep every RescanInterval=
- * while the victim ran. Returns what was found, for the log; NULL: nothing. */
-static const char *unseen_writer(const Observer *o, const WpCgroup *cg, size_t n, char *buf, size_t size) {
+/* Dirty data on the host beyond what the cgroups in view hold, 32 MiB or more: a writer's first second
+ * in the page cache (a service's fsyncs leave none). A cgroup under no policy not capped yet does not
+ * count: it may be a slice whose turn among the cold ones came before its writer's, and the writer is
+ * the one to cap. Returns what was found, for the log; NULL: none. */
+static const char *unseen_dirty(const Observer *o, const WritePointState *state, const WpCgroup *cg, size_t n,
+                                char *buf, size_t size) {
         uint64_t dirty = 0;
 
         for (size_t k = 0; k < n; k++)
-                dirty += cg[k].dirty;
-        if (o->system_signals.dirty_bytes >= dirty + 2 * WP_GUARD_DIRTY_MIN) {
-                snprintf(buf, size, "the host holds %" PRIu64 " bytes of dirty data, the cgroups in view %" PRIu64,
-                         o->system_signals.dirty_bytes, dirty);
-                return buf;
-        }
+                if (!cg[k].implicit || capped_by_point(state, cg[k].id))
+                        dirty += cg[k].dirty;
+        if (o->system_signals.dirty_bytes < dirty + 2 * WP_GUARD_DIRTY_MIN)
+                return NULL;
+        snprintf(buf, size, "the host holds %" PRIu64 " bytes of dirty data, the cgroups in view %" PRIu64,
+                 o->system_signals.dirty_bytes, dirty);
+        return buf;
+}
+
+/* A device that completes writes beyond what the cgroups in view write there: a quarter of its capacity
+ * or more, 4 MiB/s before that is known. The journal a protected cgroup's fsyncs make a kernel thread
+ * write is charged to no cgroup in view and can pass that bound: in the benches it started a sweep every
+ * RescanInterval= while the victim ran. */
+static const char *unseen_device_writes(const Observer *o, const WpCgroup *cg, size_t n, char *buf, size_t size) {
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *d = &o->devices.dev[i];
                 uint64_t seen = 0, unexplained = MAX(d->capacity / 4, UINT64_C(4) << 20);
@@ -164,23 +172,38 @@ static const char *unseen_writer(const Observer *o, const WpCgroup *cg, size_t n
 
 /*
  * A writer under no policy is a cold cgroup until its turn comes, up to
- * ColdInterval= later, or a cgroup made since the last rescan. When someone
- * writes that the point does not see, the tree is rescanned and every cold
- * cgroup sampled at the next two passes instead, at most once per
- * RescanInterval=, and only while a protected cgroup is in view; once the
- * writer is found it stays in view (warm) and the sweeps stop.
+ * ColdInterval= later. When the host holds dirty data the cgroups in view
+ * do not, those holding it are searched for down the tree (dirty-search.h:
+ * a few reads, at most once per WP_SEARCH_USEC) and sampled at once, so
+ * that this tick sees them. A device that completes writes nobody in view
+ * makes (a writer whose data goes straight to it) has every cold cgroup
+ * sampled at the next two passes instead, at most once per RescanInterval=.
+ * Only while a protected cgroup is in view; once found, a writer stays in
+ * view (warm). True: cgroups were found, gather again.
  */
-static void sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
+static bool sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
+        DirtySearch found;
         char why[160];
 
+        if ((!w->searched_usec || now - w->searched_usec >= WP_SEARCH_USEC) &&
+            unseen_dirty(ctx->observer, &w->state, cg, n, why, sizeof(why))) {
+                w->searched_usec = now;
+                w->searches++;
+                if (dirty_search(ctx->observer, WP_GUARD_DIRTY_MIN, now, &found) > 0) {
+                        log_debug("%s: %zu cgroup(s) holding dirty data found in %zu reads", why, found.found,
+                                  found.reads);
+                        return true;
+                }
+        }
         if (w->swept_usec && now - w->swept_usec < ctx->config->daemon.rescan_interval_usec)
-                return;
-        if (!unseen_writer(ctx->observer, cg, n, why, sizeof(why)))
-                return;
+                return false;
+        if (!unseen_device_writes(ctx->observer, cg, n, why, sizeof(why)))
+                return false;
         log_debug("%s: every cgroup sampled for the writer", why);
         observer_warm_all(ctx->observer);
         w->want_rescan = true;
         w->swept_usec = now;
+        return false;
 }
 
 /* A cgroup under no policy made beside a running protected one: in view from the tick it is found,
@@ -350,10 +373,13 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
         size_t n = gather(ctx, &w->state, cgroups, ELEMENTSOF(cgroups), now), nd = 0;
         bool protecting = false;
 
-        for (size_t i = 0; i < n && !protecting; i++)
-                protecting = cgroups[i].protect;
-        if (protecting && d->cap_writers_without_policy)
-                sweep_for_writers(w, ctx, cgroups, n, now);
+        w->guarding = false;
+        for (size_t i = 0; i < n; i++) {
+                protecting |= cgroups[i].protect;
+                w->guarding |= cgroups[i].protect && cgroups[i].running;
+        }
+        if (protecting && d->cap_writers_without_policy && sweep_for_writers(w, ctx, cgroups, n, now))
+                n = gather(ctx, &w->state, cgroups, ELEMENTSOF(cgroups), now);
 
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *dv = &o->devices.dev[i];

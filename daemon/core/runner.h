@@ -45,10 +45,13 @@ void point_counters_count(PointCounters *c, unsigned kind, bool lift, bool obser
 
 typedef struct WriteRunner {
         WritePointState state;
+        uint64_t searched_usec;         /* the last search for the cgroups holding dirty data not in view */
+        uint64_t searches;
         uint64_t swept_usec;            /* the last sweep of the cold cgroups for a writer not in view */
         bool want_rescan;               /* ... which asks for a rescan too: the writer's cgroup may be new */
         uint32_t dirty_ratio_pct;       /* vm.dirty_ratio, read at rescans */
         bool io_missing_logged;
+        bool guarding;                  /* a protected cgroup ran at the last tick */
         PointCounters counters;
 } WriteRunner;
 

@@ -33,6 +33,8 @@
  * it is capped on the guarded devices before its first write (a writer's cgroup is made, then its
  * process starts), and the cap goes at the end of this time if it has not written. */
 #define WP_NEWBORN_USEC (10 * 1000 * 1000)
+/* A search for who holds dirty data not in view, at most this often (core/runner-write.c). */
+#define WP_SEARCH_USEC (500 * 1000)
 /* A shallow device queue. 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ). Each of a
  * protected cgroup's dependent writes waits behind up to that many of the writers' requests, so
  * their size is the wait: on the reference kernel's 16 MiB/s disk a request of 128 KiB is 8 ms
