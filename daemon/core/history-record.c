@@ -35,7 +35,7 @@ static bool cursor_usable(const HistoryCursor *c, uint64_t now_usec) {
 void history_sample_cgroup(const CgEntry *e, const Ledger *l, const HistoryCursor *c, uint64_t page_size,
                            uint64_t realtime_usec, HistorySample *ret) {
         const CgroupSample *s = cg_entry_sample(e);
-        uint64_t now = e->sample_usec[e->cur];
+        uint64_t now = e->sample_usec;
         CgroupSignals g = {};
 
         *ret = (HistorySample) { .realtime_usec = realtime_usec, .memory_high = memory_high_in_force(e, l),
@@ -123,7 +123,7 @@ static int record_cgroup(History *h, const CgEntry *e, const Ledger *l, uint64_t
         /* The track may be new: looked up again. */
         c = history_cursor(h, e->cg->path);
         if (c && s)
-                *c = (HistoryCursor) { .valid = true, .monotonic_usec = e->sample_usec[e->cur], .cgroup = *s };
+                *c = (HistoryCursor) { .valid = true, .monotonic_usec = e->sample_usec, .cgroup = *s };
         return 0;
 }
 

@@ -21,9 +21,8 @@ typedef struct CgEntry {
         Cgroup *cg;
         const char *unit;               /* into cg->path; NULL if not a unit's cgroup */
         const Policy *policy;           /* set by the manager; NULL: no policy */
-        CgroupSample samples[2];        /* the newest is samples[cur] */
-        uint64_t sample_usec[2];
-        uint8_t cur;
+        CgroupSample sample;            /* the newest (the one before it lives on in the signals) */
+        uint64_t sample_usec;
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
         int wd;                         /* its directory's inotify watch; -1: none */
         uint32_t path_hash;             /* of cg->path, for the table's index by path */
@@ -41,7 +40,7 @@ typedef struct CgEntry {
 
 /* The newest sample, or NULL before the first. */
 static inline const CgroupSample *cg_entry_sample(const CgEntry *e) {
-        return e->n_samples > 0 ? &e->samples[e->cur] : NULL;
+        return e->n_samples > 0 ? &e->sample : NULL;
 }
 
 /* Which entry a watch descriptor is of. */

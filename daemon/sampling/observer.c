@@ -210,11 +210,11 @@ const DevStat *observer_swap_congested(const Observer *o) {
 }
 
 int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
-        uint8_t next = e->n_samples == 0 ? 0 : (uint8_t) (e->cur ^ 1);
         /* A cold cgroup's limits (five more files) with every few of its samples; the files it lacked
          * are looked for again then (a controller enabled since). */
         bool limits_due = !every_pass(o, e) && e->n_samples > 0 &&
                           o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every;
+        CgroupSample s;
         int r;
 
         r = observer_attach(o, e);
@@ -222,7 +222,7 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 return r;
         if (limits_due)
                 cgroup_forget_absent(e->cg);
-        r = sampler_read_cgroup(e->cg, keep_files(o, e), &e->samples[next]);
+        r = sampler_read_cgroup(e->cg, keep_files(o, e), &s);
         if (r >= 0 && limits_due) {
                 r = sampler_read_limits(e->cg, &e->limits);
                 e->limits_pass = o->passes;
@@ -236,13 +236,13 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 }
                 return r;
         }
-        e->sample_usec[next] = now_usec;
-        e->cur = next;
+        /* Only the newest sample is kept: the signals are derived as it replaces the one before. */
+        if (e->n_samples > 0)
+                signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals);
+        e->sample = s;
+        e->sample_usec = now_usec;
         if (e->n_samples < 2)
                 e->n_samples++;
-        if (e->n_samples == 2)
-                signals_derive(&e->samples[next ^ 1], e->sample_usec[next ^ 1], &e->samples[next], now_usec,
-                               o->page_size, &e->signals);
         return 0;
 }
 
@@ -453,7 +453,7 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
 }
 
 uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec) {
-        return e->n_samples > 0 ? u64_delta(now_usec, e->sample_usec[e->cur]) : UINT64_MAX;
+        return e->n_samples > 0 ? u64_delta(now_usec, e->sample_usec) : UINT64_MAX;
 }
 
 const SystemSample *observer_system_sample(const Observer *o) {
