@@ -37,11 +37,16 @@
 /* An action taken this long before the oldest sample drawn is marked too (it made the first sample what it is). */
 #define PLOT_EVENTS_BEFORE_USEC (2 * USEC_PER_SEC)
 #define PLOT_EVENTS_MAX 1024
-/* The width of the panels in pixels (the terminal's 1100 less the margins), and how far apart two labels'
- * anchors must be not to overprint: a rotated label of the 8-point font is about 10 pixels thick (the
- * key takes the right of the picture: set rmargin). */
-#define PLOT_PANEL_PIXELS 760.0
+/* The picture's width, a character's of the 10-point font (both in pixels), and how far apart two labels'
+ * anchors must be not to overprint: a rotated label of the 8-point font is about 10 pixels thick. */
+#define PLOT_WIDTH_PIXELS 1100.0
+#define PLOT_CHAR_PIXELS 7.0
+#define PLOT_LMARGIN 12
 #define PLOT_LABEL_PIXELS 14.0
+/* The key's longest title besides the cgroup's name ("slab reclaimable"), its sample and spaces. */
+#define PLOT_KEY_EXTRA 26
+/* A longer title is cut by the picture's edge rather than the panels squeezed. */
+#define PLOT_RMARGIN_MAX 60
 /* A sample further than this many of its interval from the one before starts a new line: the gap stays blank. */
 #define PLOT_GAP_INTERVALS 3
 #define PLOT_GAP_MIN_USEC (2 * USEC_PER_SEC)
@@ -67,6 +72,7 @@ typedef struct Plot {
         char dir[64];                   /* the temporary directory */
         const char *names[PLOT_UNITS_MAX];
         size_t n;
+        size_t rmargin;                 /* in characters: room for the key beside the panels */
         uint64_t first_usec;            /* the oldest sample drawn */
         uint64_t from_usec, to_usec;    /* the time axis: every sample and mark drawn */
         bool have_events, have_wakeups;
@@ -216,7 +222,8 @@ typedef struct PlotEvent {
  */
 static void put_clusters(FILE *f, const Plot *p, const PlotEvent *ev, size_t n) {
         double span = (double) MAX(p->to_usec - p->from_usec, USEC_PER_SEC);
-        uint64_t near = (uint64_t) (span * PLOT_LABEL_PIXELS / PLOT_PANEL_PIXELS);
+        double panel = PLOT_WIDTH_PIXELS - (double) (PLOT_LMARGIN + p->rmargin) * PLOT_CHAR_PIXELS;
+        uint64_t near = (uint64_t) (span * PLOT_LABEL_PIXELS / MAX(panel, 100.0));
 
         for (size_t i = 0, j; i < n; i = j) {
                 size_t named = 0;
@@ -381,10 +388,10 @@ static int write_script(const Plot *p, const char *output, bool png, bool memory
         /* Tenths of a second on a short axis, where whole seconds would repeat. */
         fprintf(f, "\nset format x '%s'", p->to_usec - p->from_usec < 20 * USEC_PER_SEC ? "%H:%M:%.1S" : "%H:%M:%S");
         fputs("\nset datafile missing '?'\nset xdata time\nset timefmt '%s'\n"
-              /* The key beside the panels, where it hides no figure. */
-              "set grid\nset key outside right top reverse Left samplen 2\nset lmargin 12\nset rmargin 34\n"
-              "set multiplot layout 3,1 title ",
-              f);
+              /* The key beside the panels, where it hides no figure; one margin for all, so that the
+               * panels share their time axis. */
+              "set grid\nset key outside right top reverse Left samplen 2\n", f);
+        fprintf(f, "set lmargin %d\nset rmargin %zu\nset multiplot layout 3,1 title ", PLOT_LMARGIN, p->rmargin);
         put_quoted(f, memory_view ? "mdreclaim: stalls, memory, file cache and slab, with memory.high in force" :
                    "mdreclaim: stalls, dirty data and write rates, with the caps in force");
         fputc('\n', f);
@@ -522,8 +529,10 @@ int verb_plot(sd_bus *bus, const Args *a) {
         const char *tmp = getenv("TMPDIR");
         int r;
 
-        for (size_t i = 0; i < p.n; i++)
+        for (size_t i = 0; i < p.n; i++) {
                 p.names[i] = a->argv[i + 1];
+                p.rmargin = MIN(MAX(p.rmargin, strlen(p.names[i]) + PLOT_KEY_EXTRA), PLOT_RMARGIN_MAX);
+        }
         /* The marks in time order (checked before connecting). */
         for (size_t i = 0; i < a->n_marks; i++) {
                 size_t j = p.n_marks++;
