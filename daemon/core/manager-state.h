@@ -14,6 +14,7 @@
 #include "actions.h"
 #include "actuator.h"
 #include "conf.h"
+#include "dirty-watch.h"
 #include "event-log.h"
 #include "history.h"
 #include "observer.h"
@@ -49,6 +50,7 @@ typedef struct Manager {
         sd_event_source *slice_source;  /* the rest of a tick's pass, a slice per dispatch; off between passes */
         sd_event_source *rescan_source;
         sd_event_source *cgroup_events_source;  /* the inotify fd of cgroup directories (manager-cgroups.c) */
+        DirtyWatch dirty_watch;         /* a writer's first burst between ticks, while a guard stands */
         sd_event_source *signal_sources[3];
 
         ManagerArgs args;

@@ -374,6 +374,7 @@ static void manager_tick_finish(Manager *m) {
         queue_depth_verify(m->queues);
         swap_watch(m);
         write_runner_run(&m->write_runner, &ctx, now);
+        dirty_watch_set(&m->dirty_watch, m->write_runner.guarding && m->config->daemon.guard_rate_ppm > 0);
         if (m->write_runner.want_rescan) {
                 /* A writer nobody in view accounts for: its cgroup may be new, and it is sampled with
                  * the others at the next two passes. */
@@ -430,6 +431,15 @@ int manager_tick_slice(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Cannot schedule the rest of a tick: %m");
         return 0;
+}
+
+/* The host's dirty data rose by a writer's burst since the last tick: the next one comes now. */
+static void on_dirty_rise(void *userdata) {
+        Manager *m = userdata;
+
+        log_debug("The host's dirty data rose by %" PRIu64 " MiB or more since the last tick: a tick now",
+                  DIRTY_WATCH_RISE >> 20);
+        manager_request_tick(m);
 }
 
 static int rearm(sd_event_source *s, uint64_t usec, uint64_t interval) {
@@ -560,6 +570,9 @@ static int add_sources(Manager *m) {
         if (r < 0)
                 return r;
         r = manager_watch_cgroups(m);
+        if (r < 0)
+                return r;
+        r = dirty_watch_init(&m->dirty_watch, m->event, m->observer->host, on_dirty_rise, m);
         if (r < 0)
                 return r;
         r = sd_event_add_defer(m->event, &m->slice_source, on_slice, m);
@@ -737,6 +750,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->slice_source);
         sd_event_source_disable_unref(m->rescan_source);
         sd_event_source_disable_unref(m->cgroup_events_source);
+        dirty_watch_free(&m->dirty_watch);
         for (size_t i = 0; i < ELEMENTSOF(m->signal_sources); i++)
                 sd_event_source_disable_unref(m->signal_sources[i]);
         sd_event_unref(m->event);

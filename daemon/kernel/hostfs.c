@@ -73,6 +73,34 @@ uint32_t host_read_dirty_ratio(const HostRoot *h) {
         return 20;
 }
 
+/* "NAME:   VALUE kB" in meminfo's text, in bytes. */
+static int meminfo_field(const char *text, const char *name, uint64_t *ret) {
+        const char *p = strstr(text, name);
+        uint64_t kb;
+
+        if (!p || (p != text && p[-1] != '\n'))
+                return -EBADMSG;
+        p += strlen(name);
+        p += strspn(p, " ");
+        if (cg_parse_u64(p, strcspn(p, " \n"), &kb) < 0 || kb > UINT64_MAX / 1024)
+                return -EBADMSG;
+        *ret = kb * 1024;
+        return 0;
+}
+
+int host_read_dirty_bytes(HostRoot *h, uint64_t *ret) {
+        char buf[8192];
+        uint64_t dirty, writeback;
+        int r = host_read(h, HOST_MEMINFO, buf, sizeof(buf), NULL);
+
+        if (r < 0)
+                return r;
+        if (meminfo_field(buf, "Dirty:", &dirty) < 0 || meminfo_field(buf, "Writeback:", &writeback) < 0)
+                return -EBADMSG;
+        *ret = dirty + writeback;
+        return 0;
+}
+
 char *host_read_own_cgroup(const HostRoot *h) {
         _cleanup_close_ int fd = -1;
         char buf[512], *p;

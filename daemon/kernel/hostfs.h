@@ -39,6 +39,10 @@ int host_read(HostRoot *h, HostFile f, char *buf, size_t size, size_t *ret_len);
 /* vm.dirty_ratio in percent (what the kernel's per-cgroup dirty limit is a share of); 20 if unreadable. */
 uint32_t host_read_dirty_ratio(const HostRoot *h);
 
+/* The host's dirty data and data under writeback (meminfo's Dirty: and Writeback:), in bytes;
+ * -EBADMSG if meminfo lacks either. */
+int host_read_dirty_bytes(HostRoot *h, uint64_t *ret);
+
 /* The calling process's cgroup v2 path ("0::/path" in /proc/self/cgroup), newly allocated; NULL if unknown. */
 char *host_read_own_cgroup(const HostRoot *h);
 
