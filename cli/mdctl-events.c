@@ -490,15 +490,15 @@ static int reconnect(const char *socket_path, sd_bus **ret) {
 
 /* Says what came of a reconnection: the events missed, those the journal gave back. */
 static void say_resumed(const Follow *f, bool restarted, const Keep *k, size_t from_journal, uint64_t missed) {
-        fprintf(stderr, "mdctl: reconnected to %s after %s; %" PRIu64 " event%s may have been missed\n",
+        fprintf(stderr, "mdctl: reconnected to %s after %s; %" PRIu64 " event%s may have been missed%s\n",
                 f->args->socket, restarted ? "a restart of mdreclaimd" : "the connection was lost", missed,
-                missed == 1 ? "" : "s");
+                missed == 1 ? "" : "s",
+                /* Not a count: how many the stopped daemon recorded unseen, only the journal could tell. */
+                restarted && k->old_found == 0 ? ", and any the stopped daemon recorded after the last one shown "
+                "(its restores at stop among them): the journal does not hold its events" : "");
         if (from_journal > 0)
                 fprintf(stderr, "mdctl: %zu event%s not seen read from the journal\n", from_journal,
                         from_journal == 1 ? "" : "s");
-        if (restarted && k->old_found == 0)
-                fputs("mdctl: the journal does not hold the stopped daemon's events: those it recorded after the "
-                      "last one shown (its restores at stop among them) may have been missed too\n", stderr);
 }
 
 /* Connected again: subscribed, the events missed read from the journal, said so, then the events kept that
