@@ -7,8 +7,9 @@
 # tests/vm/build-deb) brings mdreclaimd.service up active; mdctl talks to it;
 # a policy set with mdctl survives `systemctl restart`; `systemctl reload`
 # applies an edited policy file. The hardened sandbox keeps the daemon's
-# features working: a PressureTarget= policy arms a PSI trigger, `mdctl
-# writeback --wait` writes a unit's dirty data back, and a protected victim
+# features working: a PressureTarget= policy arms a PSI trigger, every
+# actuator applies and is put back (scenarios/unit-actuators.sh: writeback
+# in /home, /tmp and a PrivateTmp= /tmp among them), and a protected victim
 # beside a bulk writer gets the writer's io.max capped. The README's main job
 # (scenarios/demo.sh) runs against the installed package, as
 # `tools/main-job --package` runs it. `apt-get purge`, run while that cap is
@@ -134,36 +135,15 @@ check "the journal says so" wait_for 10 logged
 journal | grep 'Configuration reloaded' | tail -n 1 | sed 's/^/       journal: /'
 check "the same process (a reload, not a restart)" test "$(main_pid)" = "$pid"
 
-section "mdctl writeback --wait, from inside the sandbox"
-saved=$(sysctl -n vm.dirty_background_ratio vm.dirty_ratio vm.dirty_expire_centisecs vm.dirty_writeback_centisecs | tr '\n' ' ')
-# Hold off the kernel's own writeback, so what leaves is the daemon's doing.
-sysctl -q -w vm.dirty_background_ratio=80 vm.dirty_ratio=90 \
-    vm.dirty_expire_centisecs=360000 vm.dirty_writeback_centisecs=0
-# The writer keeps its file open (fd 3 of the sleep): the daemon's targeted
-# writeback finds the files through /proc/PID/fd.
-systemd-run --quiet --unit=mdr-dirty.service bash -c \
-    'exec 3> /mnt/ext4/dirty; head -c 48M /dev/zero >&3; exec sleep 3600'
-dirty() { echo $(( $(memstat $slice/mdr-dirty.service file_dirty) + $(memstat $slice/mdr-dirty.service file_writeback) )); }
-full() { [ "$(dirty)" -ge $((40 << 20)) ]; }
-slice_stat() { memstat $slice/mdr-dirty.service "$1"; }
-check "the unit has over 40 MiB dirty" wait_for 60 full
-note "dirty+writeback before: $(mib "$(dirty)") MiB"
-t0=$(now)
-check "mdctl writeback mdr-dirty.service --wait succeeds" mdctl writeback mdr-dirty.service --wait
-# --wait returns once the daemon's worker has started writeback on the
-# unit's files (sync_file_range WRITE): the pages are then under writeback,
-# and reach the 16 MiB/s disk in the next seconds. The kernel's flusher is
-# held off, so their draining is the daemon's doing.
-d=$(slice_stat file_dirty) w=$(slice_stat file_writeback)
-note "took $(since "$t0") s; then dirty $(mib "$d") MiB, under writeback $(mib "$w") MiB"
-drained() { [ "$(dirty)" -lt $((4 << 20)) ]; }
-check "the unit's dirty data is written back (under 4 MiB left within 30 s)" wait_for 30 drained
-note "$(since "$t0") s after the request: $(mib "$(dirty)") MiB dirty or under writeback"
-systemctl stop mdr-dirty.service
-rm -f /mnt/ext4/dirty
-read -r a b c d <<< "$saved"
-sysctl -q -w vm.dirty_background_ratio="$a" vm.dirty_ratio="$b" \
-    vm.dirty_expire_centisecs="$c" vm.dirty_writeback_centisecs="$d"
+section "every actuator under the packaged unit (scenarios/unit-actuators.sh)"
+# memory.high, io.max, memory.reclaim, memory.swap.max, the shallow queue
+# (refused under the unit alone, said once; applied with the shipped
+# drop-in), `mdctl writeback --wait` of files in /home, /tmp and a
+# PrivateTmp=yes /tmp; each stop puts every knob back. It leaves the daemon
+# running as it found it.
+bash "$(dirname "$0")/unit-actuators.sh" 2>&1 | sed 's/^/  | /'
+check "every actuator applied and put back under the packaged unit" test "${PIPESTATUS[0]}" -eq 0
+systemctl reset-failed 'mdr-*' 2> /dev/null
 
 section "the README's main job, against the installed package (scenarios/demo.sh)"
 # What `tools/main-job --package` shows, with the daemon and mdctl the
