@@ -178,6 +178,36 @@ static uint64_t root_descendants(const Observer *o) {
 }
 
 /* Whether the tree may have changed since the last walk in a way the events did not tell. */
+/*
+ * With every directory watched, the root's count of descendants is checked
+ * against the table at each rescan (one read): a count the events do not
+ * explain, and that changed since the last walk, means events went missing.
+ * The safety net's walk is skipped too when the counts agree.
+ */
+static const char *watched_walk_needed(Observer *o, uint64_t d, uint64_t now) {
+        uint64_t known = o->cgroups.n > 0 ? o->cgroups.n - 1 : 0;
+        bool agree = d != UINT64_MAX && d == known;
+
+        /* A cgroup made or removed since the events were taken: taken again, counted again. */
+        if (!agree && d != UINT64_MAX && observer_take_events(o, 0) > 0) {
+                d = root_descendants(o);
+                known = o->cgroups.n > 0 ? o->cgroups.n - 1 : 0;
+                agree = d == known;
+        }
+
+        if (!agree && d != o->descendants) {
+                o->descendants = d;
+                return "the count of descendants differs from what the events told";
+        }
+        if (now < o->walked_usec + OBSERVER_WALK_WATCHED_USEC)
+                return NULL;
+        if (agree) {
+                o->walked_usec = now;
+                return NULL;
+        }
+        return "the safety net's interval";
+}
+
 static const char *walk_needed(Observer *o, uint64_t now) {
         uint64_t d;
 
@@ -185,9 +215,9 @@ static const char *walk_needed(Observer *o, uint64_t now) {
                 return "the first walk";
         if (o->rewalk)
                 return "events lost, a directory moved, or the last walk incomplete";
-        if (observer_watching(o))
-                return now >= o->walked_usec + OBSERVER_WALK_WATCHED_USEC ? "the safety net's interval" : NULL;
         d = root_descendants(o);
+        if (observer_watching(o))
+                return watched_walk_needed(o, d, now);
         if (d == UINT64_MAX || d != o->descendants) {
                 o->descendants = d;
                 return "not every directory watched, and the count of descendants changed or is unknown";
