@@ -98,9 +98,23 @@ note "scraped: $(python3 /tmp/scrape.py "$unit" 2>&1 | tail -n 1); $(grep -c '^m
 
 section "systemctl restart mdreclaimd"
 systemctl restart mdreclaimd.service
+restarted_usec=$(date +%s%6N)
 check "the control socket answers again" wait_for 60 socket_up
 check "the policy is still loaded" test "$(mdctl --json policy show "$unit" | jq -r .settings.MetadataCacheMax)" = 8M
 check "and governs the unit" test "$(mdctl --json show "$unit" | jq -r .policy)" = "$unit"
+# The events of the daemon that stopped come back from the journal (issue 37), each once; the new
+# daemon's from its ring.
+mdctl --json events --since yesterday > /tmp/events.json
+check "the policy change from before the restart, read from the journal" \
+    jq -e '[.events[] | select(.source == "journal" and .action == "policy-change")] | length >= 1' /tmp/events.json
+check "the new daemon's events not twice (its ring's, not the journal's copies)" \
+    jq -e --argjson t "$restarted_usec" '[.events[] | select(.source == "journal" and .realtime_usec > $t)]
+        | length == 0' /tmp/events.json
+check "the new daemon's own events follow" \
+    jq -e '[.events[] | select(.source == null and .action == "attach-policy")] | length >= 1' /tmp/events.json
+setpriv --reuid=65534 --regid=65534 --clear-groups "$MDCTL" events > /dev/null 2> /tmp/events-nobody.txt
+check "an unprivileged user is told the journal is not readable" grep -q "journal is not readable" \
+    /tmp/events-nobody.txt
 mdctl policy list
 mdctl policy unset "$unit"
 check "unset removes the file" test ! -e "/etc/mdreclaim/policies.d/$unit.conf"

@@ -110,6 +110,7 @@ start_contention() {
     local phase=$1 secs=$2 label=$3
     shift 3
     mark "$phase"
+    date +%s > "/tmp/began-$phase"
     systemd-run --quiet --unit=mdr-victim -p StandardOutput="file:/tmp/$phase.txt" \
         sh -c "sleep $lead_s; exec python3 $victim /mnt/ext4/victim $secs '$label'"
     systemd-run --quiet --unit=mdr-writer "$@" dd if=/dev/zero of=/mnt/ext4/bulk bs=1M count=900 status=none
@@ -127,6 +128,7 @@ end_contention() {
 }
 
 section "the victim alone for ${alone_s}s"
+date +%s > /tmp/began-alone
 systemd-run --quiet --wait --pipe --unit=mdr-victim-alone \
     python3 "$victim" /mnt/ext4/victim "$alone_s" "victim alone        " | tee /tmp/alone.txt
 
@@ -244,9 +246,14 @@ if [ "$have_mdctl" = 1 ]; then
     "$MDCTL" history mdr-victim.service --since 2min | { IFS= read -r header; echo "$header"; tail -n 10; }
     plot_rc=skipped
     if command -v gnuplot > /dev/null; then
-        # The writer has no policy, so no sample history: the victim's stall and the host's figures.
-        "$MDCTL" plot mdr-victim.service --since 3min -o "$MDR_ARTIFACTS/main-job.png" \
-            && plot_rc=0 || plot_rc=$?
+        # The writer has no policy, so no sample history: the victim's stall and the host's figures
+        # (/: its dirty data and writes, the writer's nearly all), each phase marked from its start.
+        phases=()
+        for p in "alone:alone" "kernel:kernel alone" "static:static io.max 72 %" "busy:mdreclaimd"; do
+            [ -s "/tmp/began-${p%%:*}" ] && phases+=(--mark "@$(cat "/tmp/began-${p%%:*}")=${p#*:}")
+        done
+        "$MDCTL" plot mdr-victim.service / --since "@$(( $(cat /tmp/began-alone) - 5 ))" "${phases[@]}" \
+            -o "$MDR_ARTIFACTS/main-job.png" && plot_rc=0 || plot_rc=$?
         [ "$plot_rc" = 0 ] && echo "(a plot of it: main-job.png, kept by tools/main-job)"
     fi
 fi
