@@ -148,9 +148,17 @@ systemctl reset-failed 'mdr-*' 2> /dev/null
 section "the README's main job, against the installed package (scenarios/demo.sh)"
 # What `tools/main-job --package` shows, with the daemon and mdctl the
 # package installed (the demo sees it installed and skips its own install).
-bash "$(dirname "$0")/demo.sh" 2>&1 | sed 's/^/  | /'
-check "the demo's checks pass" test "${PIPESTATUS[0]}" -eq 0
-systemctl reset-failed 'mdr-*' 2> /dev/null
+# In a root of another release (vmtest's MDRECLAIM_VM_ROOT: vm-trixie-package)
+# it is left out, for tools/test's time (150 s there): the demo runs in the
+# host's package test, and the write cap below still runs here.
+guest_root=$(sed -n 's/^MDR_GUEST_ROOT=//p' /mdr/results/job.env)
+if [ -n "$guest_root" ] && [ "$guest_root" != "''" ]; then
+    note "left out in $(. /etc/os-release && echo "$PRETTY_NAME")'s root (tests/vm/README.md)"
+else
+    bash "$(dirname "$0")/demo.sh" 2>&1 | sed 's/^/  | /'
+    check "the demo's checks pass" test "${PIPESTATUS[0]}" -eq 0
+    systemctl reset-failed 'mdr-*' 2> /dev/null
+fi
 
 section "a write cap: a protected victim beside a bulk writer"
 dev=$(findmnt -no SOURCE /mnt/ext4)
