@@ -55,8 +55,9 @@ static int change_of(const struct inotify_event *ev) {
 }
 
 int cg_watch_read(int watch_fd, size_t max_events, CgChangeFn fn, void *userdata) {
-        /* Room for some 64 events with names (a read returns whole events only). */
-        char buf[64 * (sizeof(struct inotify_event) + 32)] __attribute__((aligned(__alignof__(struct inotify_event))));
+        /* Room for a few dozen events with short names, and one with the longest (a read returns whole
+         * events only): what one read takes in is handed over whole. */
+        char buf[1024] __attribute__((aligned(__alignof__(struct inotify_event))));
         size_t handed = 0;
 
         while (handed < max_events) {

@@ -253,6 +253,19 @@ int cgroup_attach(const CgRoot *root, Cgroup *cg) {
         return 0;
 }
 
+int cgroup_path_holds(const CgRoot *root, const Cgroup *cg) {
+        _cleanup_close_ int fd = open_beneath(root->fd, cg->path);
+        struct stat st;
+
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return 0;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        return (uint64_t) st.st_ino == cg->id;
+}
+
 int cgroup_write(Cgroup *cg, const char *file, const char *data) {
         return cg_dir_write(cg->dirfd, file, data);
 }

@@ -140,6 +140,10 @@ int cgroup_populated(Cgroup *cg);
  */
 int cgroup_watch_events(Cgroup *cg, int inotify_fd);
 
+/* Whether the cgroup's path still leads to it (opened afresh, its inode checked): 1 or 0, or a negative
+ * errno (-EMFILE). */
+int cgroup_path_holds(const CgRoot *root, const Cgroup *cg);
+
 /* Whether the cgroup was removed since it was opened. (One recreated under
  * the same path is another cgroup, with another id.) */
 bool cgroup_gone(const Cgroup *cg);

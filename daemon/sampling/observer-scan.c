@@ -149,17 +149,33 @@ size_t observer_recheck_gone(Observer *o) {
         o->gone_since_walk = false;
         for (size_t i = o->cgroups.n; i > 0; i--) {
                 CgEntry *e = &o->cgroups.entries[i - 1];
+                int r;
 
                 if (!e->gone)
                         continue;
-                if (cgroup_attach(o->root, e->cg) == 0 && !cgroup_gone(e->cg)) {
-                        e->gone = false;
-                        e->n_samples = 0;
+                r = cgroup_path_holds(o->root, e->cg);
+                if (r < 0) {
+                        o->gone_since_walk = true;      /* out of fds: looked at again */
+                        continue;
+                }
+                if (r == 0) {
+                        observer_drop(o, e, false);
+                        changed++;
+                        continue;
+                }
+                /* Its path leads to it still: back, unless it lacks cgroup.procs (a fixture's cgroup
+                 * being made; cgroupfs makes one whole): then looked at again. */
+                if (cgroup_attach(o->root, e->cg) < 0 || cgroup_gone(e->cg)) {
                         if (!e->keeps)
                                 cgroup_detach(e->cg);
-                        observer_warm(o, e);
-                } else
-                        observer_drop(o, e, false);
+                        o->gone_since_walk = true;
+                        continue;
+                }
+                e->gone = false;
+                e->n_samples = 0;
+                if (!e->keeps)
+                        cgroup_detach(e->cg);
+                observer_warm(o, e);
                 changed++;
         }
         return changed;
@@ -263,11 +279,15 @@ int observer_rescan(Observer *o) {
         const char *why;
         int r;
 
-        /* What the events say first (what they add is sampled with the next pass); a cgroup a sample found
-         * removed is checked alone, when they tell all. */
-        r = observer_take_events(o, 0);
-        if (r == -ENOMEM)
-                return r;
+        /* What the events say first (what they add is sampled with the next pass), up to a bound (the loop
+         * takes the rest of a burst); a cgroup a sample found removed is checked alone, when they tell all. */
+        for (int i = 0; i < OBSERVER_RESCAN_EVENTS_MAX / OBSERVER_EVENTS_MAX; i++) {
+                r = observer_take_events(o, 0);
+                if (r == -ENOMEM)
+                        return r;
+                if (r <= 0)
+                        break;
+        }
         if (observer_watching(o) && !o->rewalk)
                 (void) observer_recheck_gone(o);
         r = 0;

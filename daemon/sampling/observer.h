@@ -33,8 +33,11 @@
 
 /* New cgroups remembered for the manager between two looks (it attaches their policies). */
 #define OBSERVER_NEWS_MAX 64
-/* Events taken at one call of observer_take_events(): a burst is taken over several turns of the loop. */
-#define OBSERVER_EVENTS_MAX 256
+/* Events taken at one call of observer_take_events(): a burst is taken over several turns of the loop
+ * (each new cgroup is opened, watched and sampled at once: a turn stays short). */
+#define OBSERVER_EVENTS_MAX 32
+/* ... and at a rescan, which catches up with what the loop has not read yet. */
+#define OBSERVER_RESCAN_EVENTS_MAX 1024
 
 typedef struct ColdDevice {
         uint32_t major, minor;
