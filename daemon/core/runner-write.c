@@ -185,7 +185,9 @@ static bool sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
         DirtySearch found;
         char why[160];
 
-        if ((!w->searched_usec || now - w->searched_usec >= WP_SEARCH_USEC) &&
+        /* Only while a guard stands: a writer found beside a protected cgroup that does not run would
+         * not be capped, so it would not count as seen, and the search would come again and again. */
+        if (w->guarding && (!w->searched_usec || now - w->searched_usec >= WP_SEARCH_USEC) &&
             unseen_dirty(ctx->observer, &w->state, cg, n, why, sizeof(why))) {
                 w->searched_usec = now;
                 w->searches++;
