@@ -223,7 +223,10 @@ static void manager_throttles_follow_policies(Manager *m) {
                 const CgEntry *e = cgtable_find(&m->observer->cgroups, t->cgroup_id);
                 bool keep_write;
 
-                if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE))
+                /* A swap hold lasts its cache-only reclaim, which an operator may ask of any cgroup:
+                 * the reclaim's end lifts it, whatever the policy says meanwhile. */
+                if (!e || e->gone || (e->policy && e->policy->mode == POLICY_MODE_ENFORCE) ||
+                    t->kind == THROTTLE_SWAP_MAX)
                         continue;
                 keep_write = !e->policy && unmanaged;
                 if (keep_write && t->requested[POINT_ALLOCATION] == THROTTLE_NONE)
