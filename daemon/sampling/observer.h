@@ -6,12 +6,13 @@
  * new cgroup is added and sampled once as its mkdir is read, a removed one
  * dropped. The tree is walked at the start, when events were lost or a
  * watch refused (then as before: when the root's count of descendants
- * changed, a cgroup was found removed, or a minute passed), and as a safety
- * net every ten minutes. A rescan reads limits; a sample pass rereads
+ * changed, a cgroup was found removed, or a minute passed), and when the
+ * root's count of descendants differs from the table in a way the events do
+ * not explain (observer-scan.c). A rescan reads limits; a sample pass rereads
  * counters and derives rates. Cgroups come in two tiers: hot ones (those a
  * point governs) are sampled every pass from files kept open; the others
- * every `cold_every` passes, spread over the passes, from files opened and
- * closed again, so that they hold no fds and cost nothing in between. A
+ * once per cold interval, in turn, from files opened and closed again, so
+ * that they hold no fds and cost nothing in between. A
  * cold cgroup that writes is sampled every pass while it does (and one cold
  * interval after): the write point's device figures need the writers.
  * Files are kept open only within an fd budget taken from RLIMIT_NOFILE; a
@@ -112,7 +113,8 @@ typedef struct Observer {
 
 /* A rescan walks the tree at least this often, even if the root's count of descendants did not change. */
 #define OBSERVER_WALK_MAX_USEC (60 * USEC_PER_SEC)
-/* ... and, while every directory is watched, this often (a safety net: the events say what changes). */
+/* ... and, while every directory is watched, this often if the count of descendants and the table
+ * disagree (a safety net: the events say what changes). */
 #define OBSERVER_WALK_WATCHED_USEC (600 * USEC_PER_SEC)
 
 int observer_new(const char *cgroup_root, const char *proc_root, const char *sys_root, Observer **ret);
