@@ -66,6 +66,7 @@ for n in $sizes; do
         printf 'some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n' |
         tee "$work/proc/pressure/memory" > "$work/proc/pressure/io"
     cp "$work/template/"* "$root/"
+    cp "$work/template/"* "$root/gov/"
     for ((i = 0; i < 100 && i < n; i++)); do cp -r "$work/template" "$root/gov/g$i"; done
     for ((i = 100; i < n; i++)); do cp -r "$work/template" "$root/c$i"; done
     printf 'nr_descendants %d\nnr_dying_descendants 0\n' "$(( n + 1 ))" > "$root/cgroup.stat"
