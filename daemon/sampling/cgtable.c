@@ -170,13 +170,16 @@ static int watch_put(CgTable *t, int wd, uint64_t id) {
         return 0;
 }
 
-static void watch_drop(CgTable *t, int wd, uint64_t id) {
+/* Forgets whose watch wd is, if it is still this entry's (a directory watched again for a newer entry
+ * keeps its wd): whether it was. */
+static bool watch_drop(CgTable *t, int wd, uint64_t id) {
         size_t i = watch_lower_bound(t, wd);
 
         if (i >= t->n_watches || t->watches[i].wd != wd || t->watches[i].id != id)
-                return;
+                return false;
         memmove(t->watches + i, t->watches + i + 1, (t->n_watches - i - 1) * sizeof(CgWatchRef));
         t->n_watches--;
+        return true;
 }
 
 /* Watches a cgroup just opened (its directory attached); one refused is counted, said once per new count. */
@@ -202,11 +205,16 @@ static int watch_entry(CgTable *t, CgEntry *e) {
         return watch_put(t, wd, e->cg->id);
 }
 
-/* What an entry holds, let go: its watch (unless its directory went with it), its fds, its Cgroup. */
+/*
+ * What an entry holds, let go: its watch, its fds, its Cgroup. The watch of a
+ * removed directory is removed too: cgroupfs (6.1) does not end it at the
+ * rmdir (no IN_IGNORED came in the VM), and a watch left counts against
+ * fs.inotify.max_user_watches until the kernel lets the inode go.
+ */
 static void entry_release(CgTable *t, CgEntry *e, bool dir_gone) {
+        (void) dir_gone;
         if (e->wd >= 0) {
-                watch_drop(t, e->wd, e->cg->id);
-                if (!dir_gone && t->watched)
+                if (watch_drop(t, e->wd, e->cg->id) && t->watched)
                         cg_watch_forget(t->watch_fd, e->wd);
         } else if (t->unwatched > 0 && t->watched)
                 t->unwatched--;

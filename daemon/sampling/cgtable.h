@@ -80,7 +80,8 @@ CgEntry *cgtable_find_watch(CgTable *t, int wd);
  * rename) is replaced. Pointers to other entries may move.
  */
 int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret);
-/* Drops the entry at index i: its watch (if its directory is still there), its fds, its slot. */
+/* Drops the entry at index i: its watch, its fds, its slot (dir_gone: its directory is known removed;
+ * the watch is removed all the same, see entry_release()). */
 void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone);
 /* The index of the first entry whose id is id or more (t->n if none). */
 size_t cgtable_lower_bound(const CgTable *t, uint64_t id);
