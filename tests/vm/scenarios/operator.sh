@@ -138,7 +138,7 @@ in_json() { jq -e --arg u "$w" --arg v "$high_then" 'any(.throttles[]; .unit == 
 in_throttles() { grep -E "^$w +high [0-9.]+[KMG] +max +write " /tmp/throttles.txt > /dev/null; }
 in_list() { grep -E "^/system.slice/$w .* high [0-9.]+[KMG] " /tmp/list.txt > /dev/null; }
 in_show() { grep -E '^ +Throttle: memory.high=[0-9.]+[KMG] \(was max\)' /tmp/show.txt > /dev/null &&
-            grep -E '^ +Why: over DirtyLimit: dirty\+writeback [0-9]+ over 8388608 bytes' /tmp/show.txt > /dev/null &&
+            grep -E '^ +Why: over DirtyLimit: dirty\+writeback [0-9.]+[KMG]? over 8\.0M$' /tmp/show.txt > /dev/null &&
             grep -E '^ +Lifts: when dirty\+writeback falls under DirtyBackground' /tmp/show.txt > /dev/null; }
 in_top() { grep -E "/system.slice/$w .* high [0-9.]+[KMG] " /tmp/top.txt > /dev/null; }
 wait_for 15 views
@@ -146,7 +146,7 @@ in_json || { echo "memory.high $high_then; mdctl throttles --json:"; cat /tmp/th
 check "mdctl throttles --json: memory.high as in the file, set by the write point, over DirtyLimit" in_json
 check "mdctl throttles: the unit, high, was max, write" in_throttles
 check "mdctl list: THROTTLED high" in_list
-check "mdctl show: the throttle, why (over DirtyLimit, 8388608 bytes) and what lifts it" in_show
+check "mdctl show: the throttle, why (over DirtyLimit, 8.0M) and what lifts it" in_show
 check "mdctl top (no terminal, -n 1): THROTTLED high" in_top
 grep -E "CGROUP|$w" /tmp/throttles.txt
 grep -E 'Throttle|Since|Why|Lifts' /tmp/show.txt
