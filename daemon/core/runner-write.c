@@ -7,7 +7,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dirty-search.h"
 #include "log.h"
@@ -210,14 +212,39 @@ static bool sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
 
 /* A cgroup under no policy made beside a running protected one: in view from the tick it is found,
  * sampled every pass while it is new, so that its cap is in place before its first write and goes
- * if it does not write (WP_NEWBORN_USEC). Before its first sample it is seen empty. */
-static const CgroupSample *unmanaged_newborn(const PointContext *ctx, CgEntry *e, uint64_t now) {
+ * if it does not write (WP_NEWBORN_USEC). */
+static bool unmanaged_new(const CgEntry *e, uint64_t now) {
+        return !e->policy && !e->gone && newborn(e, now);
+}
+
+/* ... its sample; before its first one it is seen empty. */
+static const CgroupSample *newborn_sample(const PointContext *ctx, CgEntry *e) {
         static const CgroupSample empty;
 
-        if (e->policy || e->gone || !newborn(e, now))
-                return NULL;
         observer_warm(ctx->observer, e);
         return cg_entry_sample(e) ?: &empty;
+}
+
+/* Whether a cgroup sits below one under a policy (of any mode): that policy speaks for it. Its io is in
+ * the ancestor's io.stat and its dirty data in the ancestor's memory.stat, so the point caps the
+ * ancestor if the policy lets it; on its own it is never capped, or a protected service's child, or
+ * one of a policy with CapWrites=no, would be held for another's sake. */
+static bool below_a_policy(CgTable *t, const char *path) {
+        char up[PATH_MAX];
+        char *slash;
+
+        if (strlen(path) >= sizeof(up))
+                return false;
+        strcpy(up, path);
+        while ((slash = strrchr(up, '/')) && slash != up) {
+                const CgEntry *e;
+
+                *slash = '\0';
+                e = cgtable_find_path(t, up);
+                if (e && e->policy)
+                        return true;
+        }
+        return false;
 }
 
 static size_t gather(const PointContext *ctx, const WritePointState *state, WpCgroup *out, size_t max,
@@ -245,8 +272,13 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
                 CgEntry *e = &o->cgroups.entries[i];
                 const CgroupSample *s = cg_entry_sample(e);
 
-                if (!unmanaged_writer(e, s, state) && !(protecting && (s = unmanaged_newborn(ctx, e, now))))
+                bool writer = unmanaged_writer(e, s, state);
+
+                if ((!writer && !(protecting && unmanaged_new(e, now))) ||
+                    below_a_policy(&ctx->observer->cgroups, e->cg->path))
                         continue;
+                if (!writer)
+                        s = newborn_sample(ctx, e);
                 out[n] = wp_cgroup_of(ctx, e, s, &writer_without_policy, host_mem, now);
                 out[n++].implicit = true;
         }
