@@ -42,6 +42,9 @@
 # runs only the cases named (the victim alone, the writer alone and the
 # side-by-side table always; "kill" names the kill -9 test).
 # MDR_WP_WRITER_POLICY=no leaves the writer under no policy.
+# MDR_WP_DAEMON_B=PATH adds the case mdreclaimd-b: the same defaults with
+# another build of the daemon (in MDRECLAIMD's directory, which the guest
+# sees), an A/B within one boot.
 # MDR_WP_ORDER=writer-first starts the writer 2 s before the victim's burst
 # (the victim's cgroup holds an idle process meanwhile), instead of a second
 # after it.
@@ -195,8 +198,8 @@ daemon_case() {
     local name=$1 qd=$2 lat=$3 q=/sys/block/${dev#/dev/}/queue nr ms sampler
     nr=$(cat "$q/nr_requests") ms=$(cat "$q/max_sectors_kb")
     echo "== mdreclaimd enforcing, victim protected, ManageQueueDepth=$qd, IOLatencyTarget=$lat (queue: nr_requests $nr, max_sectors_kb $ms)"
-    sed -i "s/^ManageQueueDepth=.*/ManageQueueDepth=$qd/; s/^#\?IOLatencyTarget=.*/IOLatencyTarget=$lat/" \
-        "$conf/etc/mdreclaim/mdreclaimd.conf"
+    sed -i "s/^ManageQueueDepth=.*/ManageQueueDepth=$qd/" "$conf/etc/mdreclaim/mdreclaimd.conf"
+    [ "$lat" = default ] || sed -i "s/^#\?IOLatencyTarget=.*/IOLatencyTarget=$lat/" "$conf/etc/mdreclaim/mdreclaimd.conf"
     cp /tmp/devices-learnt "$state/devices" 2>/dev/null
     note "device capacities the daemon starts from: $(grep -v '^#' "$state/devices" 2>/dev/null | tr '\n' ' ')"
     : > /tmp/daemon.log
@@ -362,6 +365,8 @@ if [ "$bench" = 0 ] || want mdreclaimd-qd; then
     daemon_case mdreclaimd-qd yes off
 fi
 if [ "$bench" = 1 ]; then
+    # Another build of the daemon under the same defaults, for an A/B within one boot.
+    [ -z "${MDR_WP_DAEMON_B:-}" ] || MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case mdreclaimd-b no default
     want mdreclaimd-lat && daemon_case mdreclaimd-lat no "${MDR_WP_LATENCY:-10ms}"
     want mdreclaimd-lat-qd && daemon_case mdreclaimd-lat-qd yes "${MDR_WP_LATENCY:-10ms}"
 fi
