@@ -202,6 +202,13 @@ int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error
         return no_such_cgroup(m, error, what, path);
 }
 
+int api_resolve_argument(sd_bus_message *msg, Manager *m, CgEntry **ret, sd_bus_error *error) {
+        const char *what;
+        int k = sd_bus_message_read(msg, "s", &what);
+
+        return k < 0 ? k : api_resolve(m, what, ret, error);
+}
+
 char *api_vtextf(const char *format, va_list ap) {
         char *text;
 

@@ -435,14 +435,10 @@ int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
         Manager *m = api_of(userdata)->manager;
         static Answer a;        /* the loop answers one call at a time */
-        const char *what;
         CgEntry *e;
         int k;
 
-        k = sd_bus_message_read(msg, "s", &what);
-        if (k < 0)
-                return k;
-        k = api_resolve(m, what, &e, error);
+        k = api_resolve_argument(msg, m, &e, error);
         if (k < 0)
                 return k;
         a.n = 0;

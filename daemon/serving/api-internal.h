@@ -81,6 +81,8 @@ int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error);
 int api_unescape_name(const char *what, char **ret, sd_bus_error *error);
 /* A unit name or cgroup path, in the escaped form of names, to a watched cgroup; NoSuchCgroup or Ambiguous otherwise. */
 int api_resolve(Manager *m, const char *what, CgEntry **ret, sd_bus_error *error);
+/* The same for a method whose one argument ("s") names the cgroup. */
+int api_resolve_argument(sd_bus_message *msg, Manager *m, CgEntry **ret, sd_bus_error *error);
 /*
  * What a policy change did, as an a{sv} appended to r (docs/control-api.md,
  * SetPolicy): the policy's mode and whether it is the default, how many

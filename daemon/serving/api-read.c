@@ -204,14 +204,10 @@ int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error
 int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
         Manager *m = api_of(userdata)->manager;
-        const char *what;
         CgEntry *e;
         int k;
 
-        k = sd_bus_message_read(msg, "s", &what);
-        if (k < 0)
-                return k;
-        k = api_resolve(m, what, &e, error);
+        k = api_resolve_argument(msg, m, &e, error);
         if (k < 0)
                 return k;
         /* Asked for by name: figures of now, for a cgroup that is otherwise sampled now and then too. */
