@@ -262,22 +262,43 @@ run_case() {
     cases="$cases $name"
 }
 
-# daemon_case_report SUFFIX: what mdctl and the daemon's log said of the
-# mdreclaimd case just run, after the daemon stopped.
+# daemon_case_report NAME: what mdctl and the daemon's log said of the
+# daemon case just run, after the daemon stopped.
 daemon_case_report() {
-    local sfx=$1
-    check "mdreclaimd$sfx: a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
+    local name=$1
+    check "$name: a clean stop restored the writer's io.max" test "$(wbps_now)" = "" -o "$(wbps_now)" = max
     echo "       the daemon's write-point actions in the case (first 12):"
     grep -E 'ACTION=(cap-writes|drain-cap|lift-cap|restore-on-stop)' /tmp/daemon.log | head -n 12 |
         sed 's/ KNOB=.*//; s/^<[0-9]>/       daemon: /'
     grep -c 'ACTION=cap-writes' /tmp/daemon.log | sed 's/^/       cap changes in the case: /'
     grep -E '^<[0-3]>' /tmp/daemon.log | head -n 5 | sed 's/^/       daemon error: /'
     [ -z "${MDR_ARTIFACTS:-}" ] ||
-        { mkdir -p "$MDR_ARTIFACTS" && cp /tmp/daemon.log "$MDR_ARTIFACTS/bench-$bench_name-$fs-mdreclaimd$sfx-daemon.log"; }
+        { mkdir -p "$MDR_ARTIFACTS" && cp /tmp/daemon.log "$MDR_ARTIFACTS/bench-$bench_name-$fs-$name-daemon.log"; }
 }
 
-# writer_cases: kernel, static-72 and mdreclaimd, in each order asked;
-# case names get -writer or -db when both orders run.
+# daemon_case NAME ORDER: beside the writer with the daemon running and
+# only the service configured.
+daemon_case() {
+    local name=$1 ord=$2
+    echo "== beside $writer_kind with $name, $svc_label alone configured" \
+        "(Match=/$svc_cgname, Protect=yes; $ord)"
+    cp /tmp/devices-learnt "$state/devices" 2> /dev/null
+    note "device capacities the daemon starts from: $(grep -v '^#' "$state/devices" 2> /dev/null | tr '\n' ' ')"
+    : > /tmp/daemon.log
+    start_daemon
+    # The daemon sees the service at work on its own before anyone
+    # contends (its baseline), as a service there before the writer.
+    svc_warm
+    run_case "$name" "$ord"
+    [ -s "/tmp/show-mid-$name" ] && grep -E '^ *(Policy|Throttle|Why):' "/tmp/show-mid-$name" |
+        sed 's/^ */       mdctl show \/mdr-writer (mid-run): /'
+    stop_daemon TERM
+    daemon_case_report "$name"
+}
+
+# writer_cases: kernel, static-72 and mdreclaimd (and mdreclaimd-b with
+# MDR_WP_DAEMON_B, another build of the daemon in MDRECLAIMD's directory),
+# in each order asked; case names get -writer or -db when both orders run.
 writer_cases() {
     local ords=$order ord sfx
     [ "$order" = both ] && ords="writer-first db-first"
@@ -292,20 +313,8 @@ writer_cases() {
         run_case "static-72$sfx" "$ord"
         echo "$devno wbps=max" > "$wcg/io.max"
 
-        echo "== beside $writer_kind with mdreclaimd, $svc_label alone configured" \
-            "(Match=/$svc_cgname, Protect=yes; $ord)"
-        cp /tmp/devices-learnt "$state/devices" 2> /dev/null
-        note "device capacities the daemon starts from: $(grep -v '^#' "$state/devices" 2> /dev/null | tr '\n' ' ')"
-        : > /tmp/daemon.log
-        start_daemon
-        # The daemon sees the service at work on its own before anyone
-        # contends (its baseline), as a service there before the writer.
-        svc_warm
-        run_case "mdreclaimd$sfx" "$ord"
-        [ -s "/tmp/show-mid-mdreclaimd$sfx" ] && grep -E '^ *(Policy|Throttle|Why):' "/tmp/show-mid-mdreclaimd$sfx" |
-            sed 's/^ */       mdctl show \/mdr-writer (mid-run): /'
-        stop_daemon TERM
-        daemon_case_report "$sfx"
+        daemon_case "mdreclaimd$sfx" "$ord"
+        [ -z "${MDR_WP_DAEMON_B:-}" ] || MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case "mdreclaimd-b$sfx" "$ord"
     done
 }
 
