@@ -536,8 +536,8 @@ int verb_plot(sd_bus *bus, const Args *a) {
         /* The marks in time order (checked before connecting). */
         for (size_t i = 0; i < a->n_marks; i++) {
                 size_t j = p.n_marks++;
-                uint64_t t;
-                const char *label;
+                uint64_t t = 0;
+                const char *label = "";
 
                 (void) parse_mark(a->marks[i], now_usec(CLOCK_REALTIME), &t, &label);
                 for (; j > 0 && p.marks_usec[j - 1] > t; j--) {
