@@ -58,6 +58,10 @@ knobs() {
 
 section "the ext4 disk at /home and /tmp, swap on, the daemon's settings"
 mkdir -p $mnt/home/mdr $mnt/tmp && chmod 1777 $mnt/tmp
+# What the scenario runs from the tree, copied first: a tree under /tmp (a
+# clone there) is hidden once the disk is bound over /tmp.
+cp "$MDR_VMDIR/helpers/victim" $mnt/victim-helper && cp "$MDR_SRCDIR/systemd/queue-depth.conf" $mnt/queue-depth.conf ||
+    fatal "cannot copy the victim helper and the drop-in"
 mount --bind $mnt/home /home && mount --bind $mnt/tmp /tmp || fatal "cannot bind the disk to /home and /tmp"
 fallocate -l 64M $mnt/swapfile && chmod 600 $mnt/swapfile && mkswap $mnt/swapfile > /dev/null &&
     swapon $mnt/swapfile || fatal "cannot turn swap on"
@@ -164,7 +168,7 @@ mdctl policy set mdr-act-writer.service Mode=enforce Priority=10 DirtyLimit=16M 
 systemctl stop "$svc"
 systemd-run --quiet --unit=mdr-act-writer.service bash -c \
     'while :; do dd if=/dev/zero of=/mnt/ext4/act-bulk bs=1M count=512 status=none; done'
-systemd-run --quiet --unit=mdr-act-victim.service python3 "$MDR_VMDIR/helpers/victim" $mnt/act-victim 1800
+systemd-run --quiet --unit=mdr-act-victim.service python3 $mnt/victim-helper $mnt/act-victim 1800
 knobs > /tmp/act-knobs.before
 t_begin=$(date +%s)
 systemctl start "$svc"
@@ -202,7 +206,7 @@ stopped "stopped"
 
 section "with the drop-in queue-depth.conf: the disk's queue made shallow"
 dropin=/usr/share/doc/mdreclaim/examples/queue-depth.conf
-[ -f $dropin ] || dropin=$MDR_SRCDIR/systemd/queue-depth.conf
+[ -f $dropin ] || dropin=$mnt/queue-depth.conf
 mkdir -p /etc/systemd/system/$svc.d && cp $dropin /etc/systemd/system/$svc.d/ && systemctl daemon-reload
 note "$dropin: $(grep -v '^#' $dropin | tr '\n' ' ')"
 t_begin=$(date +%s)
