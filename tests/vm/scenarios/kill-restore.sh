@@ -17,7 +17,7 @@
 #    held at 0 for each one's length (swap hold).
 # The operator's own values (memory.high, memory.swap.max) are set on the
 # cgroups first, so "as before" is a value, not only "max".
-# Each of MDR_KILLS (20) rounds: start the daemon; wait until its ledgers
+# Each of MDR_KR_KILLS (10 in the suite; more for a long form) rounds: start the daemon; wait until its ledgers
 # hold every kind (at most 20 s), then a random 0-500 ms; SIGKILL; the
 # kinds recorded at the kill are counted. Then a daemon with the same
 # ledgers and no policy (its start restores, it sets nothing) must leave
@@ -28,7 +28,7 @@
 need_daemon
 [ -x "${MDCTL:-}" ] || fatal "MDCTL is not set to a built mdctl (got '${MDCTL:-}')"
 mnt=/mnt/ext4
-kills=${MDR_KILLS:-20}
+kills=${MDR_KR_KILLS:-10}
 conf=/tmp/mdr-conf
 bare=/tmp/mdr-bare      # the restoring daemon's configuration: no policy
 state=/tmp/mdr-state
