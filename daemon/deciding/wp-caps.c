@@ -97,10 +97,14 @@ static bool cut_by_latency(const WpCap *cap, const Stall *s, uint64_t now, uint6
  * Under a guard, a step below it that has not brought the protected cgroup's
  * smoothed stall down by a tenth in two seconds is undone, and none comes
  * again until the stall is over (creep() ends it): what is left is not the
- * writer's doing. Measured with the writer first (ext4, xfs, PostgreSQL
- * beside cp): the victim stalled 94-100 % at the guard and one step under
- * it alike, and the step was where the writer lost a fifth to a third of
- * the static cap's rate. The caller raises the cap back to *ret.
+ * writer's doing. Before it, with the writer first, the victim stalled
+ * 94-100 % at the guard and one step under it alike, and the step was
+ * where the writer lost a tenth to a third of a static 72 % cap's rate;
+ * with it, three boots on ext4 and xfs gave the writer 84-100 % of that
+ * rate (78-90 % before). Its cost: a guard sized from a capacity learnt
+ * high keeps the writer above the static cap, and the victim's p99 paid
+ * for it in one boot (docs/lab/write-point-runs.md). The caller raises
+ * the cap back to *ret.
  */
 static bool undo_fruitless_step(WpCap *cap, uint32_t smooth, uint64_t now, uint64_t *ret) {
         if (!cap->guard_wbps || cap->wbps >= cap->guard_wbps || now - cap->stepped_usec < 2 * WP_STEP_USEC ||
