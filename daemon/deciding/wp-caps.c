@@ -93,28 +93,6 @@ static bool cut_by_latency(const WpCap *cap, const Stall *s, uint64_t now, uint6
         return *ret < cap->wbps;
 }
 
-/*
- * Under a guard, a step below it that has not brought the protected cgroup's
- * smoothed stall down by a tenth in two seconds is undone, and none comes
- * again until the stall is over (creep() ends it): what is left is not the
- * writer's doing. Before it, with the writer first, the victim stalled
- * 94-100 % at the guard and one step under it alike, and the step was
- * where the writer lost a tenth to a third of a static 72 % cap's rate;
- * with it, three boots on ext4 and xfs gave the writer 84-100 % of that
- * rate (78-90 % before). Its cost: a guard sized from a capacity learnt
- * high keeps the writer above the static cap, and the victim's p99 paid
- * for it in one boot (docs/lab/write-point-runs.md). The caller raises
- * the cap back to *ret.
- */
-static bool undo_fruitless_step(WpCap *cap, uint32_t smooth, uint64_t now, uint64_t *ret) {
-        if (!cap->guard_wbps || cap->wbps >= cap->guard_wbps || now - cap->stepped_usec < 2 * WP_STEP_USEC ||
-            smooth <= cap->stall_at_step / 10 * 9)
-                return false;
-        cap->step_undone = true;
-        *ret = cap->guard_wbps;
-        return true;
-}
-
 /* A writer capped for a protected cgroup whose stall share rules: a quarter off per step. */
 static bool step_by_stall(WpCap *cap, const Stall *s, uint32_t smooth, uint64_t now, uint64_t *ret) {
         /* The last step has not had time to show; or one bad tick, not
@@ -133,10 +111,9 @@ static bool step_by_stall(WpCap *cap, const Stall *s, uint32_t smooth, uint64_t 
         *ret = cap->wbps / 4 * 3;
         /* Under a guard, one step below it at most: the guard is what the operator
          * gives writers beside an active protected cgroup, and every step further
-         * was measured to cost the writer more than it gave the victim. None once
-         * such a step was undone in this stall. */
+         * was measured to cost the writer more than it gave the victim. */
         if (cap->guard_wbps)
-                *ret = MAX(*ret, cap->step_undone ? cap->guard_wbps : cap->guard_wbps / 4 * 3);
+                *ret = MAX(*ret, cap->guard_wbps / 4 * 3);
         return *ret < cap->wbps;
 }
 
@@ -159,17 +136,12 @@ static bool first_by_rate(const WpDevice *dev, uint64_t rate, uint64_t *ret) {
         return b > 0;   /* only dirty data so far: nothing to size a cap from */
 }
 
-/* Which way sizes the writer's cap now. A guard only ever sets the first cap; *ret_guarded: it did;
- * *ret_undone: a fruitless step under it is undone (the only way up while the stall lasts). */
+/* Which way sizes the writer's cap now. A guard only ever sets the first cap; *ret_guarded: it did. */
 static bool cap_wanted(WpCap *cap, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard, uint32_t smooth,
-                       const WpSettings *st, uint64_t now, uint64_t *ret, bool *ret_guarded, bool *ret_undone) {
-        *ret_guarded = *ret_undone = false;
+                       const WpSettings *st, uint64_t now, uint64_t *ret, bool *ret_guarded) {
+        *ret_guarded = false;
         if (cap && guard)
                 return false;
-        if (cap && !s->target_usec && undo_fruitless_step(cap, smooth, now, ret)) {
-                *ret_undone = true;
-                return true;
-        }
         if (cap)
                 return s->target_usec ? cut_by_latency(cap, s, now, ret) : step_by_stall(cap, s, smooth, now, ret);
         if (guard && first_by_guard(dev, st, ret)) {
@@ -247,13 +219,13 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         WpCap *cap = wp_find_cap(state, w->id, s->major, s->minor);
         uint64_t floor = cap_floor(w, dev, rate, st), want;
         uint32_t smooth = wp_smoothed_stall(state, s->victim);
-        bool guarded, undone;
+        bool guarded;
         PointAction *a;
 
-        if (!cap_wanted(cap, s, dev, rate, guard, smooth, st, now, &want, &guarded, &undone))
+        if (!cap_wanted(cap, s, dev, rate, guard, smooth, st, now, &want, &guarded))
                 return;
         want = MAX(want, floor);
-        if (cap && want >= cap->wbps && !undone)
+        if (cap && want >= cap->wbps)
                 return; /* at its floor already */
         if (!cap && state->n_caps >= WP_CAPS_MAX)
                 return;
@@ -268,10 +240,6 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         a->protected_id = s->victim->id;
         a->stall_ppm = s->victim->io_stall_ppm;
         cap_reason(a, s, wp_baseline(state, s->victim->id), want == floor, guarded);
-        if (undone)
-                snprintf(a->reason, sizeof(a->reason), "%s stalls as much one step under GuardRate as at it "
-                         "(%u.%02u%%): back to GuardRate until the stall is over", s->victim->path,
-                         smooth / 10000, smooth / 100 % 100);
         wp_cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
         if (guarded)

@@ -95,7 +95,6 @@ static bool creep(WpCap *cap, const WpDevice *d, const WpDeviceQuiet *q, const W
                 return false;
         /* The stall is over: a new one starts a new descent. */
         cap->no_gain = 0;
-        cap->step_undone = false;
         if (cap->wbps >= ceiling)
                 return false;
         *ret = MIN(cap->wbps + MAX(d && d->capacity ? d->capacity / 20 : 0, MIB), ceiling);

@@ -105,8 +105,6 @@ typedef struct WpCap {
                                            the raises saw it (0: it does not) */
         bool observed;                  /* decided while its policy only observed: not written */
         bool ahead;                     /* set on a new cgroup before it wrote; false once it writes */
-        bool step_undone;               /* a step under the guard did not lower the stall and was undone:
-                                           none again until the stall is over */
 } WpCap;
 
 /* A protected cgroup's io stall: what it has with nobody else writing to its

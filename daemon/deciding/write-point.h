@@ -22,8 +22,7 @@
  *   the first tick it does io on their device, at that share of the
  *   device's capacity, before any stall (a cgroup with 16 MiB dirty counts
  *   as a writer on every guarded device before it has written to one): a
- *   stall steps them down, one step at most (undone when it has not
- *   lowered the stall in two seconds), from there, they creep back up
+ *   stall steps them down, one step at most, from there, they creep back up
  *   to it (never past it) while the protected cgroup does not stall, and the
  *   cap goes once it has done no io there for the hold time. The cgroups
  *   that could be capped but do not write yet get the guard's cap too, so
