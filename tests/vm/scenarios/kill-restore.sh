@@ -92,9 +92,12 @@ echo 1610612736 > /sys/fs/cgroup/mdr-alloc/memory.high
 echo 314572800 > /sys/fs/cgroup/mdr-cache/memory.swap.max
 # Where memory.reclaim takes swappiness= (6.12), a cache-only reclaim asks
 # for it and holds no memory.swap.max: no swap hold to be killed under.
-swap_hold=yes
-if echo "1048576 swappiness=0" > /sys/fs/cgroup/mdr-cache/memory.reclaim 2> /dev/null; then
-    swap_hold=no
+# Only a kernel without it refuses the argument (EINVAL); an empty cgroup's
+# reclaim may fail otherwise (EAGAIN), the argument taken.
+swap_hold=no
+probe=$( { echo "0 swappiness=0" > /sys/fs/cgroup/mdr-cache/memory.reclaim; } 2>&1 ) ||
+    [[ $probe != *"Invalid argument"* ]] || swap_hold=yes
+if [ "$swap_hold" = no ]; then
     all_kinds=${all_kinds% swap}
     note "memory.reclaim takes swappiness= here: cache-only reclaims hold no memory.swap.max"
 fi
