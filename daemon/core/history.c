@@ -17,7 +17,7 @@
  * The file, in the host's byte order (it lives in /run and is read by the
  * same machine):
  *
- *   header   "MDRHIST" NUL, u32 version, u32 sizeof(HistorySample), u32 tracks, u32 0
+ *   header   "MDRHIST" NUL, u32 version, u32 sizeof(HistoryPacked), u32 tracks, u32 0
  *   track    u32 path length (0: the host), u32 samples, the path (no NUL), the samples oldest first
  *   trailer  u64 FNV-1a of every byte before it
  */
@@ -41,7 +41,7 @@ int history_new(size_t capacity, size_t max_cgroups, History **ret) {
         if (!h)
                 return -ENOMEM;
         *h = (History) { .capacity = capacity, .max_cgroups = max_cgroups };
-        h->host.ring = calloc(capacity, sizeof(HistorySample));
+        h->host.ring = calloc(capacity, sizeof(HistoryPacked));
         h->tracks = calloc(MAX(max_cgroups, (size_t) 1), sizeof(HistoryTrack));
         if (!h->host.ring || !h->tracks) {
                 history_free(h);
@@ -95,15 +95,63 @@ HistoryCursor *history_cursor(History *h, const char *path) {
         return t ? &t->cursor : NULL;
 }
 
-const HistorySample *history_track_get(const History *h, const HistoryTrack *t, size_t i) {
+/* A figure in 32 bits: `unit` to one, rounded to the nearest, held under UINT32_MAX (which is HISTORY_NONE). */
+static uint32_t pack(uint64_t v, uint64_t unit) {
+        if (v == HISTORY_NONE)
+                return UINT32_MAX;
+        v = v / unit + (v % unit >= (unit + 1) / 2);
+        return (uint32_t) MIN(v, (uint64_t) UINT32_MAX - 1);
+}
+
+static uint64_t unpack(uint32_t v, uint64_t unit) {
+        return v == UINT32_MAX ? HISTORY_NONE : (uint64_t) v * unit;
+}
+
+static HistoryPacked sample_pack(const HistorySample *s) {
+        return (HistoryPacked) {
+                .realtime_usec = s->realtime_usec,
+                .interval_usec = pack(s->interval_usec, 1),
+                .memory_kib = pack(s->memory_bytes, 1024),
+                .file_kib = pack(s->file_bytes, 1024),
+                .dirty_kib = pack(s->dirty_bytes, 1024),
+                .slab_reclaimable_kib = pack(s->slab_reclaimable_bytes, 1024),
+                .memory_stall_usec = pack(s->memory_stall_usec, 1),
+                .io_stall_usec = pack(s->io_stall_usec, 1),
+                .write_rate_kib = pack(s->write_rate, 1024),
+                .memory_high_kib = pack(s->memory_high, 1024),
+                .wbps_cap_kib = pack(s->wbps_cap, 1024),
+        };
+}
+
+static HistorySample sample_unpack(const HistoryPacked *p) {
+        return (HistorySample) {
+                .realtime_usec = p->realtime_usec,
+                .interval_usec = unpack(p->interval_usec, 1),
+                .memory_bytes = unpack(p->memory_kib, 1024),
+                .file_bytes = unpack(p->file_kib, 1024),
+                .dirty_bytes = unpack(p->dirty_kib, 1024),
+                .slab_reclaimable_bytes = unpack(p->slab_reclaimable_kib, 1024),
+                .memory_stall_usec = unpack(p->memory_stall_usec, 1),
+                .io_stall_usec = unpack(p->io_stall_usec, 1),
+                .write_rate = unpack(p->write_rate_kib, 1024),
+                .memory_high = unpack(p->memory_high_kib, 1024),
+                .wbps_cap = unpack(p->wbps_cap_kib, 1024),
+        };
+}
+
+static const HistoryPacked *slot(const History *h, const HistoryTrack *t, size_t i) {
         return &t->ring[(t->oldest + i) % h->capacity];
 }
 
-static const HistorySample *track_newest(const History *h, const HistoryTrack *t) {
-        return t->n > 0 ? history_track_get(h, t, t->n - 1) : NULL;
+HistorySample history_track_get(const History *h, const HistoryTrack *t, size_t i) {
+        return sample_unpack(slot(h, t, i));
 }
 
-static void track_push(History *h, HistoryTrack *t, const HistorySample *s) {
+static const HistoryPacked *track_newest(const History *h, const HistoryTrack *t) {
+        return t->n > 0 ? slot(h, t, t->n - 1) : NULL;
+}
+
+static void track_push(History *h, HistoryTrack *t, const HistoryPacked *s) {
         if (t->n < h->capacity) {
                 t->ring[(t->oldest + t->n) % h->capacity] = *s;
                 t->n++;
@@ -121,14 +169,14 @@ static void track_push(History *h, HistoryTrack *t, const HistorySample *s) {
  * until the clock caught up with them.
  */
 static void track_drop_after(const History *h, HistoryTrack *t, uint64_t usec) {
-        const HistorySample *s;
+        const HistoryPacked *s;
 
         while ((s = track_newest(h, t)) && s->realtime_usec > usec)
                 t->n--;
 }
 
 /* Adds `s` as the newest sample of `t`, after dropping any that claim to be newer. */
-static void track_add(History *h, HistoryTrack *t, const HistorySample *s) {
+static void track_add(History *h, HistoryTrack *t, const HistoryPacked *s) {
         track_drop_after(h, t, s->realtime_usec);
         track_push(h, t, s);
 }
@@ -139,7 +187,7 @@ static HistoryTrack *track_to_reuse(History *h, uint64_t now_usec) {
         uint64_t best_usec = UINT64_MAX;
 
         for (size_t i = 0; i < h->n_tracks; i++) {
-                const HistorySample *s;
+                const HistoryPacked *s;
 
                 /* A track dated ahead of now (a clock set back) is judged by what it holds up to now. */
                 track_drop_after(h, &h->tracks[i], now_usec);
@@ -163,7 +211,7 @@ static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTra
                 return -ENOMEM;
         if (h->n_tracks < h->max_cgroups) {
                 t = &h->tracks[h->n_tracks];
-                t->ring = calloc(h->capacity, sizeof(HistorySample));
+                t->ring = calloc(h->capacity, sizeof(HistoryPacked));
                 if (!t->ring)
                         return -ENOMEM;
                 h->n_tracks++;
@@ -182,6 +230,7 @@ static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTra
 
 int history_append(History *h, const char *path, const HistorySample *s) {
         HistoryTrack *t = find_track(h, path);
+        HistoryPacked p = sample_pack(s);
         int r;
 
         if (!t) {
@@ -189,7 +238,7 @@ int history_append(History *h, const char *path, const HistorySample *s) {
                 if (r < 0)
                         return r;
         }
-        track_add(h, t, s);
+        track_add(h, t, &p);
         return 0;
 }
 
@@ -227,7 +276,7 @@ static void put_track(Stream *st, const History *h, const HistoryTrack *t) {
         put_u32(st, (uint32_t) t->n);
         put(st, t->path ?: "", len);
         for (size_t i = 0; i < t->n; i++)
-                put(st, history_track_get(h, t, i), sizeof(HistorySample));
+                put(st, slot(h, t, i), sizeof(HistoryPacked));
 }
 
 int history_save(const History *h, FILE *f) {
@@ -236,7 +285,7 @@ int history_save(const History *h, FILE *f) {
 
         put(&st, history_magic, sizeof(history_magic));
         put_u32(&st, HISTORY_FILE_VERSION);
-        put_u32(&st, sizeof(HistorySample));
+        put_u32(&st, sizeof(HistoryPacked));
         put_u32(&st, (uint32_t) (h->n_tracks + 1));
         put_u32(&st, 0);
         put_track(&st, h, &h->host);
@@ -268,7 +317,7 @@ static int get_header(Stream *st, uint32_t *ret_tracks) {
         if (get_u32(st, &version) < 0 || get_u32(st, &sample_size) < 0 || get_u32(st, ret_tracks) < 0 ||
             get_u32(st, &reserved) < 0)
                 return -EBADMSG;
-        if (version != HISTORY_FILE_VERSION || sample_size != sizeof(HistorySample))
+        if (version != HISTORY_FILE_VERSION || sample_size != sizeof(HistoryPacked))
                 return -EPROTONOSUPPORT;
         return *ret_tracks >= 1 && *ret_tracks <= HISTORY_CGROUPS_MAX + 1 ? 0 : -EBADMSG;
 }
@@ -290,7 +339,7 @@ static int get_path(Stream *st, const History *h, uint32_t len, char **ret) {
 
 /* n samples into t, the oldest dropped past the capacity; t NULL: read and dropped. */
 static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n) {
-        HistorySample s;
+        HistoryPacked s;
 
         for (uint32_t i = 0; i < n; i++) {
                 if (get(st, &s, sizeof(s)) < 0)

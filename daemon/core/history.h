@@ -19,11 +19,11 @@
 #include "sampler.h"
 
 #define HISTORY_FILE_NAME "history"
-#define HISTORY_FILE_VERSION 1
+#define HISTORY_FILE_VERSION 2
 /* A figure not known (the host's write rate) or not set (memory.high "max", no wbps cap). */
 #define HISTORY_NONE UINT64_MAX
 
-/* One tick's figures of a cgroup or the host; the file holds them as they are in memory. */
+/* One tick's figures of a cgroup or the host, as the store gives them out. */
 typedef struct HistorySample {
         uint64_t realtime_usec;         /* CLOCK_REALTIME when taken */
         uint64_t interval_usec;         /* the span the stalls and the rate cover; 0: none yet */
@@ -50,10 +50,27 @@ typedef struct HistoryCursor {
         SystemSample system;            /* the host's */
 } HistoryCursor;
 
+/*
+ * A sample as the ring and the file hold it: 48 bytes against the 88 of a
+ * HistorySample. Sizes in KiB and rates in KiB/s, rounded to the nearest
+ * (memory figures are whole pages, so exact; a rate or a cap is off by half
+ * a KiB/s at most), times in µs; UINT32_MAX is HISTORY_NONE, and a figure
+ * past what 32 bits hold (4 TiB, 71 minutes) is held at the largest.
+ */
+typedef struct HistoryPacked {
+        uint64_t realtime_usec;
+        uint32_t interval_usec;
+        uint32_t memory_kib, file_kib, dirty_kib, slab_reclaimable_kib;
+        uint32_t memory_stall_usec, io_stall_usec;
+        uint32_t write_rate_kib;
+        uint32_t memory_high_kib;
+        uint32_t wbps_cap_kib;
+} HistoryPacked;
+
 typedef struct HistoryTrack {
         char *path;                     /* the cgroup, relative to the cgroup root; NULL: the host */
         HistoryCursor cursor;
-        HistorySample *ring;            /* `capacity` slots */
+        HistoryPacked *ring;            /* `capacity` slots */
         size_t oldest;                  /* slot of the oldest sample */
         size_t n;                       /* samples held */
 } HistoryTrack;
@@ -78,8 +95,8 @@ static inline void history_freep(History **h) {
 const HistoryTrack *history_find(const History *h, const char *path);
 /* The cursor of the track of `path` (NULL: the host's), or NULL if it has none. */
 HistoryCursor *history_cursor(History *h, const char *path);
-/* The i-th oldest sample of a track (i < t->n). */
-const HistorySample *history_track_get(const History *h, const HistoryTrack *t, size_t i);
+/* The i-th oldest sample of a track (i < t->n), as it was appended but for HistoryPacked's rounding. */
+HistorySample history_track_get(const History *h, const HistoryTrack *t, size_t i);
 /*
  * Appends a sample to the track of `path` (NULL: the host's), the oldest
  * falling out of a full ring. A cgroup without a track gets one; when all

@@ -79,24 +79,21 @@ static int append_samples(sd_bus_message *r, const History *h, const HistoryTrac
         int k = sd_bus_message_open_container(r, 'a', HISTORY_SAMPLE_SIGNATURE);
 
         for (size_t i = first; k >= 0 && i < t->n; i++) {
-                const HistorySample *s = history_track_get(h, t, i);
+                HistorySample s = history_track_get(h, t, i);
 
-                k = sd_bus_message_append(r, HISTORY_SAMPLE_SIGNATURE, s->realtime_usec, s->interval_usec,
-                                          s->memory_bytes, s->file_bytes, s->dirty_bytes, s->slab_reclaimable_bytes,
-                                          s->memory_stall_usec, s->io_stall_usec, s->write_rate, s->memory_high,
-                                          s->wbps_cap);
+                k = sd_bus_message_append(r, HISTORY_SAMPLE_SIGNATURE, s.realtime_usec, s.interval_usec,
+                                          s.memory_bytes, s.file_bytes, s.dirty_bytes, s.slab_reclaimable_bytes,
+                                          s.memory_stall_usec, s.io_stall_usec, s.write_rate, s.memory_high,
+                                          s.wbps_cap);
         }
         return k < 0 ? k : sd_bus_message_close_container(r);
 }
 
 /* The first sample taken at or after since_usec. */
 static size_t first_since(const History *h, const HistoryTrack *t, uint64_t since_usec) {
-        for (size_t i = 0; i < t->n; i++) {
-                const HistorySample *s = history_track_get(h, t, i);
-
-                if (s && s->realtime_usec >= since_usec)
+        for (size_t i = 0; i < t->n; i++)
+                if (history_track_get(h, t, i).realtime_usec >= since_usec)
                         return i;
-        }
         return t->n;
 }
 

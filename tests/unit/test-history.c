@@ -16,12 +16,13 @@
 #include "history.h"
 #include "util.h"
 
-/* A sample whose every figure says which it is. */
+/* A sample whose every figure says which it is (sizes and rates in whole KiB, as the store keeps them). */
 static HistorySample sample(uint64_t t) {
-        return (HistorySample) { .realtime_usec = t, .interval_usec = 1000, .memory_bytes = t * 10,
-                                 .file_bytes = t * 11, .dirty_bytes = t * 12, .slab_reclaimable_bytes = t * 13,
-                                 .memory_stall_usec = t + 1, .io_stall_usec = t + 2, .write_rate = t * 14,
-                                 .memory_high = HISTORY_NONE, .wbps_cap = t * 15 };
+        return (HistorySample) { .realtime_usec = t, .interval_usec = 1000, .memory_bytes = t * 10 * 1024,
+                                 .file_bytes = t * 11 * 1024, .dirty_bytes = t * 12 * 1024,
+                                 .slab_reclaimable_bytes = t * 13 * 1024, .memory_stall_usec = t + 1,
+                                 .io_stall_usec = t + 2, .write_rate = t * 14 * 1024, .memory_high = HISTORY_NONE,
+                                 .wbps_cap = t * 15 * 1024 };
 }
 
 static void append(History *h, const char *path, uint64_t t) {
@@ -38,8 +39,36 @@ static const char *times(const History *h, const char *path, char buf[static 256
         buf[0] = 0;
         for (size_t i = 0; t && i < t->n && off < 200; i++)
                 off += (size_t) snprintf(buf + off, 256 - off, "%s%llu", i ? "," : "",
-                                         (unsigned long long) history_track_get(h, t, i)->realtime_usec);
+                                         (unsigned long long) history_track_get(h, t, i).realtime_usec);
         return buf;
+}
+
+/* The store keeps 32-bit figures: sizes and rates to the nearest KiB, HISTORY_NONE as it is, and what
+ * 32 bits cannot hold at the largest they can, never wrapped to a small figure. */
+static void test_figures_packed(void **state) {
+        History *h;
+        HistorySample s = { .realtime_usec = UINT64_C(1) << 60, .interval_usec = UINT64_C(1) << 40,
+                            .memory_bytes = 4096, .file_bytes = 1535, .dirty_bytes = 1536,
+                            .slab_reclaimable_bytes = UINT64_C(5) << 40, .memory_stall_usec = 999999,
+                            .io_stall_usec = UINT32_MAX, .write_rate = HISTORY_NONE, .memory_high = 85368832,
+                            .wbps_cap = 12570679 }, got;
+
+        assert_int_equal(sizeof(HistoryPacked), 48);
+        assert_int_equal(history_new(2, 1, &h), 0);
+        assert_int_equal(history_append(h, NULL, &s), 0);
+        got = history_track_get(h, &h->host, 0);
+        assert_int_equal(got.realtime_usec, UINT64_C(1) << 60);
+        assert_int_equal(got.interval_usec, UINT32_MAX - 1);
+        assert_int_equal(got.memory_bytes, 4096);
+        assert_int_equal(got.file_bytes, 1024);
+        assert_int_equal(got.dirty_bytes, 2048);
+        assert_int_equal(got.slab_reclaimable_bytes, (uint64_t) (UINT32_MAX - 1) * 1024);
+        assert_int_equal(got.memory_stall_usec, 999999);
+        assert_int_equal(got.io_stall_usec, UINT32_MAX - 1);
+        assert_int_equal(got.write_rate, HISTORY_NONE);
+        assert_int_equal(got.memory_high, 85368832);
+        assert_int_equal(got.wbps_cap, 12570624);       /* 12276 KiB/s: off by 55 bytes/s */
+        history_free(h);
 }
 
 static void test_ring_wraps(void **state) {
@@ -54,7 +83,7 @@ static void test_ring_wraps(void **state) {
         for (uint64_t t = 4; t <= 9; t++)
                 append(h, NULL, t);
         assert_string_equal(times(h, NULL, buf), "6,7,8,9");
-        assert_int_equal(history_track_get(h, &h->host, 3)->wbps_cap, 9 * 15);
+        assert_int_equal(history_track_get(h, &h->host, 3).wbps_cap, 9 * 15 * 1024);
         append(h, "/a.service", 9);
         assert_string_equal(times(h, "/a.service", buf), "9");
         assert_null(history_find(h, "/b.service"));
@@ -123,9 +152,11 @@ static void test_round_trip(void **state) {
         assert_string_equal(times(back, NULL, buf), "3,4,5,6,7");
         assert_string_equal(times(back, "/system.slice/db.service", buf), "3,4,5,6,7");
         assert_string_equal(times(back, "/system.slice/writer.service", buf), "5,6,7");
-        for (size_t i = 0; i < 5; i++)
-                assert_memory_equal(history_track_get(back, &back->host, i), history_track_get(h, &h->host, i),
-                                    sizeof(HistorySample));
+        for (size_t i = 0; i < 5; i++) {
+                HistorySample a = history_track_get(back, &back->host, i), b = history_track_get(h, &h->host, i);
+
+                assert_memory_equal(&a, &b, sizeof(HistorySample));
+        }
         /* A smaller configuration keeps the newest samples and the first cgroups. */
         rewind(f);
         assert_int_equal(history_new(2, 1, &small), 0);
@@ -315,6 +346,7 @@ static void test_future_samples_from_the_file(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_figures_packed),
                 cmocka_unit_test(test_ring_wraps),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_round_trip),
