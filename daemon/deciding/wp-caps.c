@@ -7,16 +7,20 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "wp-internal.h"
 
-static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate, const WpSettings *st) {
+static uint64_t cap_floor(const WpCgroup *w, const WpDevice *dev, uint64_t rate, const WpSettings *st,
+                          size_t writers) {
         uint64_t base = dev && dev->capacity ? dev->capacity : rate;
 
         if (w->policy->write_rate_min.set)
                 return MAX(bytes_of(&w->policy->write_rate_min, base), POLICY_WRITE_RATE_MIN_MIN);
-        return MAX(ppm_of(base, st->write_rate_min_ppm), MIB);
+        /* The default floor is shared as the guard is: ten writers at 10 % each would be the whole
+         * device. A policy's own WriteRateMin= is that writer's, whoever else writes. */
+        return MAX(ppm_of(base, st->write_rate_min_ppm) / MAX(writers, (size_t) 1), MIB);
 }
 
 /* What lifts a cap: nothing protected stalling (guarding: nor doing io) on its device for the hold time
@@ -117,9 +121,10 @@ static bool step_by_stall(WpCap *cap, const Stall *s, uint32_t smooth, uint64_t 
         return *ret < cap->wbps;
 }
 
-/* A writer's first cap under GuardRate=: that share of the device, once its capacity is known. */
-static bool first_by_guard(const WpDevice *dev, const WpSettings *st, uint64_t *ret) {
-        *ret = wp_guard_level(dev, st);
+/* A writer's first cap under GuardRate=: its part of that share of the device (guard_share()), once the
+ * capacity is known. */
+static bool first_by_guard(uint64_t level, uint64_t *ret) {
+        *ret = level;
         return *ret > 0;
 }
 
@@ -137,14 +142,14 @@ static bool first_by_rate(const WpDevice *dev, uint64_t rate, uint64_t *ret) {
 }
 
 /* Which way sizes the writer's cap now. A guard only ever sets the first cap; *ret_guarded: it did. */
-static bool cap_wanted(WpCap *cap, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard, uint32_t smooth,
-                       const WpSettings *st, uint64_t now, uint64_t *ret, bool *ret_guarded) {
+static bool cap_wanted(WpCap *cap, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
+                       uint64_t level, uint32_t smooth, uint64_t now, uint64_t *ret, bool *ret_guarded) {
         *ret_guarded = false;
         if (cap && guard)
                 return false;
         if (cap)
                 return s->target_usec ? cut_by_latency(cap, s, now, ret) : step_by_stall(cap, s, smooth, now, ret);
-        if (guard && first_by_guard(dev, st, ret)) {
+        if (guard && first_by_guard(level, ret)) {
                 *ret_guarded = true;
                 return true;
         }
@@ -210,19 +215,30 @@ static void cap_reason(PointAction *a, const Stall *s, uint32_t base, bool at_fl
                          base / 10000, base / 100 % 100, how);
 }
 
+/* A cap's action on the stall's device, for its protected cgroup, from `previous` to `value`. */
+static void cap_action(PointAction *a, const Stall *s, uint64_t previous, uint64_t value) {
+        a->major = s->major;
+        a->minor = s->minor;
+        a->previous = previous;
+        a->value = value;
+        a->protected_id = s->victim->id;
+        a->stall_ppm = s->victim->io_stall_ppm;
+}
+
 /*
  * A cap for one writer: the first one from what it gets now (or, guarding,
  * GuardRate= of the device), then a step down per stalling WP_STEP_USEC.
  */
 static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, uint64_t rate, bool guard,
-                       const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
+                       uint64_t level, size_t writers, const WpSettings *st, uint64_t now,
+                       WritePointState *state, PointPlan *plan) {
         WpCap *cap = wp_find_cap(state, w->id, s->major, s->minor);
-        uint64_t floor = cap_floor(w, dev, rate, st), want;
+        uint64_t floor = cap_floor(w, dev, rate, st, writers), want;
         uint32_t smooth = wp_smoothed_stall(state, s->victim);
         bool guarded;
         PointAction *a;
 
-        if (!cap_wanted(cap, s, dev, rate, guard, smooth, st, now, &want, &guarded))
+        if (!cap_wanted(cap, s, dev, rate, guard, level, smooth, now, &want, &guarded))
                 return;
         want = MAX(want, floor);
         if (cap && want >= cap->wbps)
@@ -233,17 +249,14 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
         if (!a)
                 return;
         cap = cap_entry(state, cap, w, s, guard, now);
-        a->major = s->major;
-        a->minor = s->minor;
-        a->previous = cap->wbps;
-        a->value = want;
-        a->protected_id = s->victim->id;
-        a->stall_ppm = s->victim->io_stall_ppm;
+        cap_action(a, s, cap->wbps, want);
         cap_reason(a, s, wp_baseline(state, s->victim->id), want == floor, guarded);
         wp_cap_lifts_when(a, s->victim, st->guard_rate_ppm != 0);
         cap->wbps = want;
-        if (guarded)
+        if (guarded) {
                 cap->guard_wbps = want;
+                cap->guard_level = wp_guard_level(dev, st);
+        }
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
         cap->stall_at_step = smooth;
@@ -266,12 +279,122 @@ static uint64_t guard_weight(const WpCgroup *w, const Stall *s, const WpDevice *
         return w->dirty >= WP_GUARD_DIRTY_MIN ? w->dirty : 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * GuardRate= is a share of the device for all its writers together, not for
+ * each: two writers held to 75 % each fill it as one unheld writer does
+ * (issue 35: "every writer pays"). Shared max-min: a writer that uses less
+ * than an equal part (under three quarters of its cap, or of the whole
+ * share if it has none) leaves the rest to the others, and the level is the
+ * part each of the others gets. A writer at its cap, or one with only dirty
+ * data so far and no cap (its flush is to come), wants all it can get. `extra` counts
+ * writers to come as that many more of those (a cgroup capped before its
+ * first write). Each cap is the level (the caps' sum can pass the share
+ * while the small writers stay small; when one grows, the next tick levels
+ * again). 0: no capacity known, no guard.
+ */
+static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
+                            const WpSettings *st, const WritePointState *state, size_t extra, size_t *ret_writers) {
+        uint64_t g = wp_guard_level(dev, st), small[WP_CAPS_MAX], left = g;
+        uint64_t trickle = MAX(dev && dev->capacity ? dev->capacity / 20 : 0, MIB);
+        size_t n_small = 0, n_full = extra, i;
+
+        for (i = 0; g > 0 && i < n; i++) {
+                const WpCgroup *c = &cg[i];
+                const WpCap *cap;
+                uint64_t r;
+
+                if (!guard_weight(c, s, dev) || !wp_may_cap(c, s->victim))
+                        continue;
+                r = wp_device_rate_of(c, s->major, s->minor);
+                cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
+                /* Dirty data alone: a writer's first second if it has no cap yet; one capped that
+                 * holds dirty data and writes nothing uses none of the share. */
+                if (r < trickle && cap)
+                        continue;
+                if (r >= trickle && r < (cap ? MIN(cap->wbps, g) : g) / 4 * 3 && n_small < ELEMENTSOF(small))
+                        small[n_small++] = r;
+                else
+                        n_full++;
+        }
+        if (ret_writers)
+                *ret_writers = n_small + n_full - extra;
+        if (g == 0 || n_small + n_full == 0)
+                return g;
+        qsort(small, n_small, sizeof(small[0]), cmp_u64);
+        for (i = 0; i < n_small; i++) {
+                if (small[i] * (n_small + n_full - i) >= left)
+                        break;
+                left -= small[i];
+        }
+        /* Every writer small, and room left: the largest may grow by what is left. */
+        if (i == n_small + n_full)
+                return small[n_small - 1] + left;
+        return left / (n_small + n_full - i);
+}
+
+/*
+ * The guard's caps on one device brought to this tick's level: a writer
+ * capped by the guard whose part changed by more than a sixteenth (a writer
+ * came, went or grew) gets the new one, or three quarters of it where a
+ * stall has taken it a step under its part; a cgroup capped ahead that does
+ * not write is only ever lowered, to the part of one more writer.
+ */
+static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, uint64_t level,
+                             uint64_t level_one_more, size_t writers, const WpSettings *st, uint64_t now,
+                             WritePointState *state, PointPlan *plan) {
+        for (size_t i = 0; i < state->n_caps; i++) {
+                WpCap *cap = &state->caps[i];
+                const WpCgroup *w;
+                uint64_t part, want;
+                PointAction *a;
+                bool writing;
+
+                if (!cap->guard_wbps || cap->major != s->major || cap->minor != s->minor ||
+                    !(w = wp_find_cgroup(cg, n, cap->cgroup_id)) || !wp_may_cap(w, s->victim))
+                        continue;
+                writing = guard_weight(w, s, dev) > 0;
+                part = writing ? level : MIN(level_one_more, cap->guard_wbps);
+                /* Up never past the whole share the guard had when it set the cap: the capacity
+                 * estimate drifts up with what a busy device lets through in bursts, and a guard
+                 * that followed it would too. */
+                part = MIN(part, cap->guard_level ?: part);
+                if (part == 0 || (part > cap->guard_wbps ? part - cap->guard_wbps : cap->guard_wbps - part) <=
+                                 cap->guard_wbps / 16)
+                        continue;
+                want = MAX(cap->wbps < cap->guard_wbps ? part / 4 * 3 : part,
+                           cap_floor(w, dev, wp_device_rate_of(w, s->major, s->minor), st, writers));
+                cap->guard_wbps = part;
+                if (want == cap->wbps || !(a = wp_plan_add(plan, PA_SET_CAP, w)))
+                        continue;
+                cap_action(a, s, cap->wbps, want);
+                snprintf(a->reason, sizeof(a->reason), "GuardRate on %" PRIu32 ":%" PRIu32 " is shared by the "
+                         "writers there (%zu now, beside %s)", s->major, s->minor, writers, s->victim->path);
+                wp_cap_lifts_when(a, s->victim, true);
+                cap->wbps = want;
+                cap->stepped_usec = now;
+                cap->stall_at_step = wp_smoothed_stall(state, s->victim);
+        }
+}
+
 /* The heaviest writers that may be capped for one stalling (or, guard, guarded) device. */
 static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, bool guard,
                           const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
         const WpCgroup *top[WP_CAPPED_PER_DEVICE] = {};
         uint64_t top_rate[WP_CAPPED_PER_DEVICE] = {};
+        size_t writers = 0;
+        uint64_t level = 0, level_one_more = 0;
 
+        if (st->guard_rate_ppm) {
+                level = guard_share(cg, n, s, dev, st, state, 0, &writers);
+                level_one_more = guard_share(cg, n, s, dev, st, state, 1, NULL);
+                level_guard_caps(cg, n, s, dev, level, level_one_more, writers, st, now, state, plan);
+        }
         for (size_t i = 0; i < n; i++) {
                 uint64_t r = st->guard_rate_ppm ? guard_weight(&cg[i], s, dev) :
                              wp_device_rate_of(&cg[i], s->major, s->minor);
@@ -292,13 +415,13 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                 if (k == 0 || top_rate[k] * 10 > top_rate[0])
                         cap_writer(top[k], s, dev, wp_device_rate_of(top[k], s->major, s->minor),
                                    guard || (st->guard_rate_ppm && !wp_find_cap(state, top[k]->id, s->major, s->minor)),
-                                   st, now, state, plan);
+                                   level, writers, st, now, state, plan);
         /* Guarding, the writers that have not written yet too: a dd's first second
          * fills the device's queue before any tick can see it (measured: the
          * victim's worst op came there, twice the static cap's), and io.max holds
          * a writer from its first bio only if it is in place before. A ceiling
          * on a cgroup that does not write costs it nothing. */
-        if (guard && wp_guard_level(dev, st) > 0) {
+        if (guard && level > 0) {
                 /* Counted once: a count per candidate is the caps times the cgroups, per candidate. */
                 size_t standing = standing_caps(cg, n, state);
 
@@ -315,7 +438,8 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
                             (idle && ((c->implicit && !c->newborn) || standing >= WP_CAPS_MAX / 2)) ||
                             wp_find_cap(state, c->id, s->major, s->minor))
                                 continue;
-                        cap_writer(c, s, dev, 0, true, st, now, state, plan);
+                        cap_writer(c, s, dev, 0, true, guard_weight(c, s, dev) ? level : level_one_more,
+                                   writers + !guard_weight(c, s, dev), st, now, state, plan);
                         if (state->n_caps > before)
                                 state->caps[state->n_caps - 1].ahead = idle && c->newborn;
                         standing += idle && state->n_caps > before;

@@ -96,7 +96,10 @@ typedef struct WpCap {
         uint64_t stepped_usec;          /* when it last stepped down */
         uint32_t stall_at_step;         /* the protected cgroup's smoothed stall then */
         uint8_t no_gain;                /* steps since the stall began that did not lower it */
-        uint64_t guard_wbps;            /* the first cap, set by a guard: where creeping stops (0: none) */
+        uint64_t guard_wbps;            /* the writer's part of GuardRate=, set by a guard: where creeping
+                                           stops (0: none) */
+        uint64_t guard_level;           /* the whole of GuardRate= on the device when a guard first set it:
+                                           a part never grows past it */
         uint64_t knee_wbps;             /* IOLatencyTarget=: the cap the latency last went over at (0: none) */
         uint64_t knee_usec;             /* ... and when it was cut from there */
         uint64_t cut_latency_usec;      /* IOLatencyTarget=: the tick's latency its last cut answered (0: its last

@@ -12,6 +12,9 @@
 
 #define MIB (UINT64_C(1) << 20)
 #define SEC USEC_PER_SEC
+/* GuardRate=70% of the 16 MiB/s device is for its writers together, shared max-min: the small
+ * writer's 1 MiB/s comes off it, and the rest is the heavy writer's. */
+#define SHARED (16 * MIB * 7 / 10 - MIB)
 
 static Policy victim_policy, writer_policy, other_policy;
 static DeviceRate victim_dev[1], writer_dev[1], other_dev[1];
@@ -476,11 +479,11 @@ static void test_guard_caps_before_a_stall(void **s) {
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
         a = must(PA_SET_CAP, 2);
-        assert_int_equal(a->value, 16 * MIB * 7 / 10);
+        assert_int_equal(a->value, SHARED);
         assert_non_null(strstr(a->reason, "GuardRate"));
         assert_int_equal(a->protected_id, 1);
         /* The small writer, at a twentieth of the heaviest, gets the guard's ceiling too, but no budget. */
-        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 3)->value, SHARED);
         assert_null(find(PA_SET_BUDGET, 3));
         /* Held there while nothing changes: a guard only sets the first cap. */
         decide(2 * SEC);
@@ -489,7 +492,7 @@ static void test_guard_caps_before_a_stall(void **s) {
 }
 
 static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10;
+        uint64_t level = SHARED;
 
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
@@ -502,14 +505,62 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
         dev[0].capacity = 24 * MIB;
         for (uint64_t t = 3; t < 12; t++)
                 decide(t * SEC);
-        /* Back up while the victim does not stall, but never past GuardRate=. */
-        assert_int_equal(state.caps[0].wbps, level);
+        /* Back up while the victim does not stall, but never past GuardRate= as it was: on a
+         * 24 MiB/s device the small writer's 1 MiB/s is a trickle, so the writer's part is the
+         * whole of the first level, not 70 % of the drifted estimate. */
+        assert_int_equal(state.caps[0].wbps, 16 * MIB * 7 / 10);
         assert_int_equal(state.n_caps, 2);      /* the writer's, and the small writer's standing one */
+}
+
+static const WpCap *cap_of(uint64_t id) {
+        for (size_t i = 0; i < state.n_caps; i++)
+                if (state.caps[i].cgroup_id == id)
+                        return &state.caps[i];
+        fail_msg("no cap on cgroup %llu", (unsigned long long) id);
+        abort();
+}
+
+/* GuardRate= is for all the writers on the device together: ten writers at full speed get a tenth each
+ * (their caps sum to the guard, not to ten times it); when nine stop, the last one's part grows back to
+ * the whole; a writer that comes later brings the others' parts down at once. */
+static void test_guard_is_shared_by_all_writers(void **s) {
+        enum { N = 11 };
+        static WpCgroup many[N];
+        static DeviceRate rate[N][1];
+        uint64_t level = 16 * MIB * 7 / 10, sum = 0;
+
+        st.guard_rate_ppm = 700000;
+        many[0] = cg[0];
+        for (size_t i = 1; i < N; i++) {
+                rate[i][0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 20 * MIB };
+                many[i] = (WpCgroup) { .id = 100 + i, .path = "/batch.slice/dd.service", .policy = &other_policy,
+                                       .devices = rate[i], .n_devices = 1 };
+        }
+        write_point_decide(many, N, dev, 1, &st, 1 * SEC, &state, &plan);
+        assert_int_equal(state.n_caps, N - 1);
+        /* (The default floor, WriteRateMin=10%, is shared too: a tenth of it each, 1 MiB/s at least.) */
+        for (size_t i = 0; i < state.n_caps; i++) {
+                assert_int_equal(state.caps[i].wbps, MAX(level / 10, MIB));
+                sum += state.caps[i].wbps;
+        }
+        assert_true(sum <= level);
+        /* Each is held at its cap: nine stop (no io, no dirty data), one goes on. */
+        for (size_t i = 1; i < N; i++)
+                rate[i][0].wbytes_per_sec = i == 1 ? level / 10 : 0;
+        write_point_decide(many, N, dev, 1, &st, 2 * SEC, &state, &plan);
+        assert_int_equal(cap_of(101)->wbps, level);
+        /* One comes back: both at half. */
+        rate[1][0].wbytes_per_sec = level;
+        rate[2][0].wbytes_per_sec = 20 * MIB;
+        write_point_decide(many, N, dev, 1, &st, 3 * SEC, &state, &plan);
+        assert_int_equal(cap_of(101)->wbps, level / 2);
+        assert_int_equal(cap_of(102)->wbps, level / 2);
+        assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
 }
 
 /* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
 static void test_guard_steps_down_once_at_most(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10;
+        uint64_t level = SHARED;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_stall_ppm = 900000;
@@ -580,7 +631,7 @@ static void test_cap_budget_floor_and_a_tighter_one(void **s) {
         cg[1].dirty = 100 * MIB;
         decide(1 * SEC);
         /* DirtyLimit= is tighter than 16 MiB: the one budget set is sized for it. */
-        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, SHARED);
         assert_int_equal(must(PA_SET_BUDGET, 2)->value, write_point_budget_high(&cg[1], 8 * MIB, 20));
         for (size_t i = 0, n = 0; i < plan.n; i++)
                 if (plan.actions[i].kind == PA_SET_BUDGET)
@@ -589,7 +640,7 @@ static void test_cap_budget_floor_and_a_tighter_one(void **s) {
 
 /* Blocked behind the writer, the protected cgroup completes nothing, but it waits on io: still active. */
 static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10;
+        uint64_t level = SHARED;
 
         st.guard_rate_ppm = 700000;
         decide(1 * SEC);
@@ -602,9 +653,10 @@ static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
         dev[0].capacity = 24 * MIB;
         for (uint64_t t = 3; t < 30; t++)
                 decide(t * SEC);
-        /* Neither lifted after the hold time nor crept past the guard's level. */
+        /* Neither lifted after the hold time nor crept past the guard's first level (the small
+         * writer a trickle now, as above). */
         assert_int_equal(state.n_caps, 2);
-        assert_int_equal(state.caps[0].wbps, level);
+        assert_int_equal(state.caps[0].wbps, 16 * MIB * 7 / 10);
         /* Idle for real (no io, no stall): lifted after the hold time. */
         cg[0].io_stall_ppm = 0;
         for (uint64_t t = 30; t < 42; t++)
@@ -619,7 +671,7 @@ static void test_guard_caps_a_dirtier_before_its_first_write(void **s) {
         cg[1].n_devices = 0;
         cg[1].dirty = 64 * MIB;
         decide(1 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, SHARED);
         assert_int_equal(must(PA_SET_CAP, 2)->major, 8);
 }
 
@@ -644,7 +696,7 @@ static void test_guard_without_capacity(void **s) {
         /* Once the writer has saturated it, the guard begins. */
         dev[0].capacity = 16 * MIB;
         decide(3 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, SHARED);
 }
 
 /* Writers that do not write yet (or only a trickle) get the guard's cap before their first burst, and
@@ -712,7 +764,7 @@ static void test_guard_of_a_service_with_no_io_yet(void **s) {
         cg[0].running = true;
         cg[0].n_devices = 0;
         decide(1 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, SHARED);
         /* Not a device whose capacity is unknown: nothing to size the guard from. */
         memset(&state, 0, sizeof(state));
         dev[0].capacity = 0;
@@ -746,7 +798,9 @@ static void test_writer_without_policy_capped_once_it_writes(void **s) {
         assert_null(find(PA_SET_CAP, 3));
         other_dev[0].wbytes_per_sec = 8 * MIB;
         decide(2 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10);
+        /* Two writers, each wanting more than half the guard's share: half each. */
+        assert_int_equal(must(PA_SET_CAP, 3)->value, 16 * MIB * 7 / 10 / 2);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 16 * MIB * 7 / 10 / 2);
         assert_false(must(PA_SET_CAP, 3)->observe);
 }
 
@@ -795,7 +849,7 @@ static void victim_waits(uint64_t stall_usec, uint64_t ios) {
 /* Over the target the cap is cut in proportion, half at most, whatever the stall share says; one
  * cut per WP_LATENCY_STEP_USEC. */
 static void test_latency_cuts_the_cap_in_proportion(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10;
+        uint64_t level = SHARED;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_latency_target_usec = 10000;
@@ -838,7 +892,7 @@ static void test_latency_cuts_the_cap_in_proportion(void **s) {
 /* A spike cuts once: the tick after it, drained, cuts no more though the smoothed figure is still high;
  * nor is the cap raised before the smoothed figure is down too. */
 static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10;
+        uint64_t level = SHARED;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_latency_target_usec = 10000;
@@ -858,7 +912,7 @@ static void test_latency_a_drained_queue_needs_no_second_cut(void **s) {
  * one the cut answered, or lower, cuts no more, though the smoothed figure climbs on towards it; a higher
  * one does. The guard's first cap and a raise are not cuts: the next cut may come half a second on. */
 static void test_latency_holds_while_the_queue_before_a_cut_drains(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10, cut;
+        uint64_t level = SHARED, cut;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_latency_target_usec = 10000;
@@ -936,7 +990,7 @@ static void test_latency_hold_is_for_the_same_protected_cgroup(void **s) {
 /* Under three quarters of the target the cap goes up, past the guard's level, to the device's capacity;
  * between three quarters and the target it holds. */
 static void test_latency_raises_the_cap_past_the_guard(void **s) {
-        uint64_t level = 16 * MIB * 7 / 10, t = 1 * SEC;
+        uint64_t level = SHARED, t = 1 * SEC;
 
         st.guard_rate_ppm = 700000;
         cg[0].io_latency_target_usec = 10000;
@@ -1234,6 +1288,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_forget_failed_cap, setup),
                 cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
+                cmocka_unit_test_setup(test_guard_is_shared_by_all_writers, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
                 cmocka_unit_test_setup(test_guard_holds_while_the_protected_cgroup_waits, setup),

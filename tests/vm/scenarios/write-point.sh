@@ -45,6 +45,12 @@
 # MDR_WP_DAEMON_B=PATH adds the case mdreclaimd-b: the same defaults with
 # another build of the daemon (in MDRECLAIMD's directory, which the guest
 # sees), an A/B within one boot.
+# MDR_WP_WRITERS=N: N writers instead of one, each a dd to its own file in a
+# child cgroup of the writer's (mdr-writer/w1..wN): the static cases' io.max
+# is on mdr-writer, a cap by hand on the slice that holds them all; with
+# MDR_WP_WRITER_POLICY=no each child is a writer under no policy that the
+# daemon finds and caps on its own. The kill -9 and the btrfs stop tests
+# assume one writer: leave them out (MDR_WP_CASES, ext4).
 # MDR_WP_ORDER=writer-first starts the writer 2 s before the victim's burst
 # (the victim's cgroup holds an idle process meanwhile), instead of a second
 # after it.
@@ -100,8 +106,33 @@ if [ "${MDR_WP_WRITER_POLICY:-yes}" != no ]; then
 fi
 
 sectors_written() { awk '{ print $7 }' "/sys/dev/block/$devno/stat"; }
-wbps_now() { awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' "$wcg/io.max"; }
-settle() { sync; echo 3 > /proc/sys/vm/drop_caches; rm -f "$mnt"/bulk; sync; }
+# The writer's io.max wbps (MDR_WP_WRITERS: its own and its children's, joined by "+"); "" when none is set.
+wbps_now() {
+    local f
+    for f in "$wcg/io.max" "$wcg"/w*/io.max; do
+        [ -e "$f" ] && awk -v d="$devno" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) print substr($i, 6) }' "$f"
+    done | paste -sd+
+}
+settle() { sync; echo 3 > /proc/sys/vm/drop_caches; rm -f "$mnt"/bulk*; sync; }
+
+nwriters=${MDR_WP_WRITERS:-1}
+if [ "$nwriters" -gt 1 ]; then
+    echo "+io +memory" > "$wcg/cgroup.subtree_control" || fatal "cannot enable io and memory below $wcg"
+    for i in $(seq 1 "$nwriters"); do mkdir -p "$wcg/w$i"; done
+fi
+# writer_run SECS: the writer (MDR_WP_WRITERS: each of them) for SECS; returns when all have ended.
+writer_run() {
+    local i pids=
+    if [ "$nwriters" -le 1 ]; then
+        in_cgroup "$wcg" timeout "$1" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none
+        return
+    fi
+    for i in $(seq 1 "$nwriters"); do
+        in_cgroup "$wcg/w$i" timeout "$1" dd if=/dev/zero of="$mnt/bulk$i" bs=1M count=100000 status=none &
+        pids="$pids $!"
+    done
+    wait $pids
+}
 
 daemon_pid=
 start_daemon() {
@@ -119,14 +150,16 @@ stop_daemon() { # SIGNAL
 # start_contention SECS LABEL: the writer and the victim in the background for
 # at most SECS, until end_contention kills them.
 start_contention() {
-    in_cgroup "$wcg" timeout "$1" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+    writer_run "$1" &
     bg_writer=$!
     in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$1" "victim ($2)" > /dev/null &
     bg_victim=$!
 }
 end_contention() {
     local pid
-    for pid in $(cat "$wcg/cgroup.procs" "$vcg/cgroup.procs"); do kill -KILL "$pid" 2>/dev/null; done
+    for pid in $(cat "$wcg"/cgroup.procs "$wcg"/w*/cgroup.procs "$vcg/cgroup.procs" 2>/dev/null); do
+        kill -KILL "$pid" 2>/dev/null
+    done
     wait "$bg_writer" "$bg_victim" 2>/dev/null
 }
 
@@ -148,7 +181,7 @@ run_case() {
         idle=$!
         s0=$(sectors_written)
         t0=$(now)
-        in_cgroup "$wcg" timeout "$((secs + 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+        writer_run "$((secs + 1))" &
         writer=$!
         sleep 2
         in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
@@ -160,7 +193,7 @@ run_case() {
         sleep 1
         s0=$(sectors_written)
         t0=$(now)
-        in_cgroup "$wcg" timeout "$((secs - 1))" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none &
+        writer_run "$((secs - 1))" &
         writer=$!
     fi
     # The writer's cap halfway through, as the file says.
@@ -181,7 +214,7 @@ writer_alone() {
     settle
     s0=$(sectors_written)
     t0=$(now)
-    in_cgroup "$wcg" timeout "$secs" dd if=/dev/zero of="$mnt/bulk" bs=1M count=100000 status=none
+    writer_run "$secs"
     awk -v a="$s0" -v b="$(sectors_written)" -v t="$(since "$t0")" \
         'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' > "/tmp/wrate-$1"
     note "$1: writer alone completed $(cat "/tmp/wrate-$1") MiB/s"
