@@ -257,6 +257,8 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 cap->guard_wbps = want;
                 cap->guard_level = wp_guard_level(dev, st);
         }
+        if (!cap->active_usec && (rate >= want / 2 || w->dirty >= WP_GUARD_DIRTY_MIN))
+                cap->active_usec = now;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
         cap->stall_at_step = smooth;
@@ -291,15 +293,24 @@ static int cmp_u64(const void *a, const void *b) {
  * (issue 35: "every writer pays"). Shared max-min: a writer that uses less
  * than an equal part (under three quarters of its cap, or of the whole
  * share if it has none) leaves the rest to the others, and the level is the
- * part each of the others gets. A writer at its cap, or one with only dirty
- * data so far and no cap (its flush is to come), wants all it can get. `extra` counts
+ * part each of the others gets. A capped writer that has used half its cap
+ * within WP_SHARE_HOLD_USEC, or one with only dirty data so far and no cap
+ * (its flush is to come), wants all it can get; a capped one that has not
+ * wants what it uses, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
+ * comes in bursts. What it uses is judged over seconds, by its cap.) `extra` counts
  * writers to come as that many more of those (a cgroup capped before its
  * first write). Each cap is the level (the caps' sum can pass the share
  * while the small writers stay small; when one grows, the next tick levels
  * again). 0: no capacity known, no guard.
  */
+/* Whether a capped writer still counts as one that fills its part (guard_share()). */
+static bool cap_in_use(const WpCap *cap, uint64_t now) {
+        return cap->active_usec && now - cap->active_usec < WP_SHARE_HOLD_USEC;
+}
+
 static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
-                            const WpSettings *st, const WritePointState *state, size_t extra, size_t *ret_writers) {
+                            const WpSettings *st, const WritePointState *state, uint64_t now, size_t extra,
+                            size_t *ret_writers) {
         uint64_t g = wp_guard_level(dev, st), small[WP_CAPS_MAX], left = g;
         uint64_t trickle = MAX(dev && dev->capacity ? dev->capacity / 20 : 0, MIB);
         size_t n_small = 0, n_full = extra, i;
@@ -309,15 +320,17 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
                 const WpCap *cap;
                 uint64_t r;
 
-                if (!guard_weight(c, s, dev) || !wp_may_cap(c, s->victim))
+                if (!wp_may_cap(c, s->victim))
+                        continue;
+                cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
+                if (!cap && !guard_weight(c, s, dev))
                         continue;
                 r = wp_device_rate_of(c, s->major, s->minor);
-                cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
-                /* Dirty data alone: a writer's first second if it has no cap yet; one capped that
-                 * holds dirty data and writes nothing uses none of the share. */
-                if (r < trickle && cap)
+                if (cap && cap_in_use(cap, now))
+                        n_full++;
+                else if (cap && r < trickle)
                         continue;
-                if (r >= trickle && r < (cap ? MIN(cap->wbps, g) : g) / 4 * 3 && n_small < ELEMENTSOF(small))
+                else if (r >= trickle && r < g / 4 * 3 && n_small < ELEMENTSOF(small))
                         small[n_small++] = r;
                 else
                         n_full++;
@@ -358,7 +371,7 @@ static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const
                 if (!cap->guard_wbps || cap->major != s->major || cap->minor != s->minor ||
                     !(w = wp_find_cgroup(cg, n, cap->cgroup_id)) || !wp_may_cap(w, s->victim))
                         continue;
-                writing = guard_weight(w, s, dev) > 0;
+                writing = cap_in_use(cap, now) || guard_weight(w, s, dev) > 0;
                 part = writing ? level : MIN(level_one_more, cap->guard_wbps);
                 /* Up never past the whole share the guard had when it set the cap: the capacity
                  * estimate drifts up with what a busy device lets through in bursts, and a guard
@@ -391,8 +404,8 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         uint64_t level = 0, level_one_more = 0;
 
         if (st->guard_rate_ppm) {
-                level = guard_share(cg, n, s, dev, st, state, 0, &writers);
-                level_one_more = guard_share(cg, n, s, dev, st, state, 1, NULL);
+                level = guard_share(cg, n, s, dev, st, state, now, 0, &writers);
+                level_one_more = guard_share(cg, n, s, dev, st, state, now, 1, NULL);
                 level_guard_caps(cg, n, s, dev, level, level_one_more, writers, st, now, state, plan);
         }
         for (size_t i = 0; i < n; i++) {

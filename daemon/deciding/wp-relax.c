@@ -52,13 +52,18 @@ static uint64_t latency_raise(const WpCap *cap, const WpCgroup *w, const WpCgrou
 }
 
 /* Every tick, stalling or not, once this tick's cuts and guards are set, before the raises: since
- * when each writer uses three quarters of its cap (latency_raise() waits for a second of it). */
+ * when each writer uses three quarters of its cap (latency_raise() waits for a second of it), and
+ * when it last used half of it (guard_share() counts it for WP_SHARE_HOLD_USEC after). */
 void wp_track_busy(const WpCgroup *cg, size_t n, uint64_t now, WritePointState *state) {
         for (size_t i = 0; i < state->n_caps; i++) {
                 WpCap *cap = &state->caps[i];
                 const WpCgroup *w = wp_find_cgroup(cg, n, cap->cgroup_id);
 
-                if (!w || wp_device_rate_of(w, cap->major, cap->minor) < cap->wbps / 4 * 3)
+                uint64_t r = w ? wp_device_rate_of(w, cap->major, cap->minor) : 0;
+
+                if (w && (r >= cap->wbps / 2 || w->dirty >= WP_GUARD_DIRTY_MIN))
+                        cap->active_usec = now;
+                if (!w || r < cap->wbps / 4 * 3)
                         cap->busy_since_usec = 0;
                 else if (!cap->busy_since_usec)
                         cap->busy_since_usec = now;

@@ -33,6 +33,9 @@
  * it is capped on the guarded devices before its first write (a writer's cgroup is made, then its
  * process starts), and the cap goes at the end of this time if it has not written. */
 #define WP_NEWBORN_USEC (10 * 1000 * 1000)
+/* A capped writer counts as one that wants all of its part of GuardRate= this long after it last used half
+ * its cap: a writer held by io.max completes its writeback in bursts, and a tick between two shows none. */
+#define WP_SHARE_HOLD_USEC (3 * 1000 * 1000)
 /* A search for who holds dirty data not in view, at most this often (core/runner-write.c). */
 #define WP_SEARCH_USEC (500 * 1000)
 /* A shallow device queue. 4 is the least nr_requests the kernel takes (BLKDEV_MIN_RQ). Each of a
@@ -100,6 +103,8 @@ typedef struct WpCap {
                                            stops (0: none) */
         uint64_t guard_level;           /* the whole of GuardRate= on the device when a guard first set it:
                                            a part never grows past it */
+        uint64_t active_usec;           /* when its writer last used half its cap or held WP_GUARD_DIRTY_MIN
+                                           of dirty data (wp_track_busy()); the cap's making counts */
         uint64_t knee_wbps;             /* IOLatencyTarget=: the cap the latency last went over at (0: none) */
         uint64_t knee_usec;             /* ... and when it was cut from there */
         uint64_t cut_latency_usec;      /* IOLatencyTarget=: the tick's latency its last cut answered (0: its last

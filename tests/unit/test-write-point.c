@@ -544,15 +544,19 @@ static void test_guard_is_shared_by_all_writers(void **s) {
                 sum += state.caps[i].wbps;
         }
         assert_true(sum <= level);
-        /* Each is held at its cap: nine stop (no io, no dirty data), one goes on. */
+        /* Each is held at its cap: nine stop (no io, no dirty data), one goes on. A writer held by
+         * io.max writes back in bursts, and a tick between two shows nothing: the nine keep their
+         * parts for WP_SHARE_HOLD_USEC. */
         for (size_t i = 1; i < N; i++)
                 rate[i][0].wbytes_per_sec = i == 1 ? level / 10 : 0;
         write_point_decide(many, N, dev, 1, &st, 2 * SEC, &state, &plan);
+        assert_int_equal(cap_of(101)->wbps, MAX(level / 10, MIB));
+        write_point_decide(many, N, dev, 1, &st, 1 * SEC + WP_SHARE_HOLD_USEC, &state, &plan);
         assert_int_equal(cap_of(101)->wbps, level);
         /* One comes back: both at half. */
         rate[1][0].wbytes_per_sec = level;
         rate[2][0].wbytes_per_sec = 20 * MIB;
-        write_point_decide(many, N, dev, 1, &st, 3 * SEC, &state, &plan);
+        write_point_decide(many, N, dev, 1, &st, 2 * SEC + WP_SHARE_HOLD_USEC, &state, &plan);
         assert_int_equal(cap_of(101)->wbps, level / 2);
         assert_int_equal(cap_of(102)->wbps, level / 2);
         assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
