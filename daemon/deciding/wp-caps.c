@@ -294,9 +294,10 @@ static int cmp_u64(const void *a, const void *b) {
  * than an equal part (under three quarters of its cap, or of the whole
  * share if it has none) leaves the rest to the others, and the level is the
  * part each of the others gets. A capped writer that has used half its cap
- * within WP_SHARE_HOLD_USEC, or one with only dirty data so far and no cap
- * (its flush is to come), wants all it can get; a capped one that has not
- * wants what it uses, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
+ * within WP_SHARE_HOLD_USEC, or one with no cap that holds WP_GUARD_DIRTY_MIN
+ * of dirty data (a dd's first tick: what it has written is no measure of
+ * what it will, its flush is to come), wants all it can get; a capped one
+ * that has not wants what it uses, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
  * comes in bursts. What it uses is judged over seconds, by its cap.) `extra` counts
  * writers to come as that many more of those (a cgroup capped before its
  * first write). Each cap is the level (the caps' sum can pass the share
@@ -330,7 +331,8 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
                         n_full++;
                 else if (cap && r < trickle)
                         continue;
-                else if (r >= trickle && r < g / 4 * 3 && n_small < ELEMENTSOF(small))
+                else if (r >= trickle && r < g / 4 * 3 && (cap || c->dirty < WP_GUARD_DIRTY_MIN) &&
+                         n_small < ELEMENTSOF(small))
                         small[n_small++] = r;
                 else
                         n_full++;

@@ -531,10 +531,12 @@ static void test_guard_is_shared_by_all_writers(void **s) {
 
         st.guard_rate_ppm = 700000;
         many[0] = cg[0];
+        /* Their first tick: what a dd has written is no measure of what it will (1 MiB/s so far, ten
+         * of them less than the guard), its dirty data is (64 MiB). */
         for (size_t i = 1; i < N; i++) {
-                rate[i][0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 20 * MIB };
+                rate[i][0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = MIB };
                 many[i] = (WpCgroup) { .id = 100 + i, .path = "/batch.slice/dd.service", .policy = &other_policy,
-                                       .devices = rate[i], .n_devices = 1 };
+                                       .devices = rate[i], .n_devices = 1, .dirty = 64 * MIB };
         }
         write_point_decide(many, N, dev, 1, &st, 1 * SEC, &state, &plan);
         assert_int_equal(state.n_caps, N - 1);
@@ -547,8 +549,10 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         /* Each is held at its cap: nine stop (no io, no dirty data), one goes on. A writer held by
          * io.max writes back in bursts, and a tick between two shows nothing: the nine keep their
          * parts for WP_SHARE_HOLD_USEC. */
-        for (size_t i = 1; i < N; i++)
+        for (size_t i = 1; i < N; i++) {
                 rate[i][0].wbytes_per_sec = i == 1 ? level / 10 : 0;
+                many[i].dirty = i == 1 ? 8 * MIB : 0;
+        }
         write_point_decide(many, N, dev, 1, &st, 2 * SEC, &state, &plan);
         assert_int_equal(cap_of(101)->wbps, MAX(level / 10, MIB));
         write_point_decide(many, N, dev, 1, &st, 1 * SEC + WP_SHARE_HOLD_USEC, &state, &plan);
