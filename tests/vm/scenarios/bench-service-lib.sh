@@ -297,7 +297,7 @@ daemon_case() {
 }
 
 # writer_cases: kernel, static-72 and mdreclaimd (and mdreclaimd-b with
-# MDR_WP_DAEMON_B, another build of the daemon in MDRECLAIMD's directory),
+# MDR_WP_DAEMON_B, another build of the daemon, an absolute path in MDRECLAIMD's directory),
 # in each order asked; case names get -writer or -db when both orders run.
 writer_cases() {
     local ords=$order ord sfx
@@ -314,7 +314,10 @@ writer_cases() {
         echo "$devno wbps=max" > "$wcg/io.max"
 
         daemon_case "mdreclaimd$sfx" "$ord"
-        [ -z "${MDR_WP_DAEMON_B:-}" ] || MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case "mdreclaimd-b$sfx" "$ord"
+        if [ -n "${MDR_WP_DAEMON_B:-}" ]; then
+            [ -x "$MDR_WP_DAEMON_B" ] || fatal "MDR_WP_DAEMON_B=$MDR_WP_DAEMON_B: no such program in the guest (give an absolute path in MDRECLAIMD's directory)"
+            MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case "mdreclaimd-b$sfx" "$ord"
+        fi
     done
 }
 

@@ -43,8 +43,8 @@
 # side-by-side table always; "kill" names the kill -9 test).
 # MDR_WP_WRITER_POLICY=no leaves the writer under no policy.
 # MDR_WP_DAEMON_B=PATH adds the case mdreclaimd-b: the same defaults with
-# another build of the daemon (in MDRECLAIMD's directory, which the guest
-# sees), an A/B within one boot.
+# another build of the daemon (an absolute path in MDRECLAIMD's directory,
+# which the guest sees), an A/B within one boot.
 # MDR_WP_WRITERS=N: N writers instead of one, each a dd to its own file in a
 # child cgroup of the writer's (mdr-writer/w1..wN): the static cases' io.max
 # is on mdr-writer, a cap by hand on the slice that holds them all; with
@@ -399,7 +399,11 @@ if [ "$bench" = 0 ] || want mdreclaimd-qd; then
 fi
 if [ "$bench" = 1 ]; then
     # Another build of the daemon under the same defaults, for an A/B within one boot.
-    [ -z "${MDR_WP_DAEMON_B:-}" ] || MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case mdreclaimd-b no default
+    if [ -n "${MDR_WP_DAEMON_B:-}" ]; then
+        # A path the guest cannot run would make the case one with no daemon at all.
+        [ -x "$MDR_WP_DAEMON_B" ] || fatal "MDR_WP_DAEMON_B=$MDR_WP_DAEMON_B: no such program in the guest (give an absolute path in MDRECLAIMD's directory)"
+        MDRECLAIMD=$MDR_WP_DAEMON_B daemon_case mdreclaimd-b no default
+    fi
     want mdreclaimd-lat && daemon_case mdreclaimd-lat no "${MDR_WP_LATENCY:-10ms}"
     want mdreclaimd-lat-qd && daemon_case mdreclaimd-lat-qd yes "${MDR_WP_LATENCY:-10ms}"
 fi
