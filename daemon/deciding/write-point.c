@@ -33,18 +33,24 @@ static void note_observed(const PointPlan *plan, WritePointState *state) {
  * are still to be written, and lifted at once they would all queue on the
  * device in front of the cgroup the cap protects (measured: the worst op of a
  * run came as the writer was killed). Held at the drain rate they are written
- * nearly as fast as the device can take them, and no faster. 0 where the
+ * nearly as fast as the device can take them, and no faster. Writers capped
+ * on the same device share that rate as they share the guard: four that end
+ * together would otherwise drain at four times it (measured: a worst op of
+ * 1.7 s as four dd's ended). Never under the cap itself. 0 where the
  * capacity is unknown: the cap is lifted then, as before any of this.
  */
-static void drain_rates(const WpDevice *dev, size_t n_dev, PointPlan *plan) {
+static void drain_rates(const WpDevice *dev, size_t n_dev, const WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < plan->n; i++) {
                 PointAction *a = &plan->actions[i];
                 const WpDevice *d;
+                size_t capped = 0;
 
                 if (a->kind != PA_SET_CAP)
                         continue;
                 d = wp_find_device(dev, n_dev, a->major, a->minor);
-                a->drain = d && d->capacity ? d->capacity / 10 * 9 : 0;
+                for (size_t k = 0; k < state->n_caps; k++)
+                        capped += state->caps[k].major == a->major && state->caps[k].minor == a->minor;
+                a->drain = d && d->capacity ? MAX(d->capacity / 10 * 9 / MAX(capped, (size_t) 1), a->value) : 0;
         }
 }
 
@@ -67,7 +73,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         wp_decide_guard(cg, n, st, state, plan);
         wp_decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);
         wp_decide_queues(cg, n, st, now, state, plan);
-        drain_rates(dev, n_dev, plan);
+        drain_rates(dev, n_dev, state, plan);
         note_observed(plan, state);
 }
 

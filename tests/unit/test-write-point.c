@@ -564,6 +564,9 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         assert_int_equal(cap_of(101)->wbps, level / 2);
         assert_int_equal(cap_of(102)->wbps, level / 2);
         assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
+        /* What each drains at when it ends is shared too: nine tenths of the device over the ten capped,
+         * never under the cap. */
+        assert_int_equal(must(PA_SET_CAP, 101)->drain, MAX(16 * MIB / 10 * 9 / 10, level / 2));
 }
 
 /* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
