@@ -257,7 +257,7 @@ static void cap_writer(const WpCgroup *w, const Stall *s, const WpDevice *dev, u
                 cap->guard_wbps = want;
                 cap->guard_level = wp_guard_level(dev, st);
         }
-        if (!cap->active_usec && (rate >= want / 2 || w->dirty >= WP_GUARD_DIRTY_MIN))
+        if (!cap->active_usec && (rate >= want / 2 || wp_dirty_for(w, s->major, s->minor)))
                 cap->active_usec = now;
         cap->protected_id = s->victim->id;
         cap->stepped_usec = now;
@@ -295,9 +295,9 @@ static int cmp_u64(const void *a, const void *b) {
  * share if it has none) leaves the rest to the others, and the level is the
  * part each of the others gets. A capped writer that has used half its cap
  * within WP_SHARE_HOLD_USEC, or one with no cap that holds WP_GUARD_DIRTY_MIN
- * of dirty data (a dd's first tick: what it has written is no measure of
- * what it will, its flush is to come), wants all it can get; a capped one
- * that has not wants what it uses, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
+ * of dirty data and writes to no other device (a dd's first tick: what it
+ * has written is no measure of what it will, its flush is to come), wants
+ * all it can get; the others want what they use, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
  * comes in bursts. What it uses is judged over seconds, by its cap.) `extra` counts
  * writers to come as that many more of those (a cgroup capped before its
  * first write). Each cap is the level (the caps' sum can pass the share
@@ -320,19 +320,21 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
                 const WpCgroup *c = &cg[i];
                 const WpCap *cap;
                 uint64_t r;
+                bool full;
 
-                if (!wp_may_cap(c, s->victim))
+                /* The same writers whichever protected cgroup asks: two of them on one device
+                 * must come to one level, or a cap would follow each in turn every tick. */
+                if (c->protect || !c->policy->cap_writes)
                         continue;
                 cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
-                if (!cap && !guard_weight(c, s, dev))
-                        continue;
                 r = wp_device_rate_of(c, s->major, s->minor);
-                if (cap && cap_in_use(cap, now))
-                        n_full++;
-                else if (cap && r < trickle)
+                if (cap)
+                        full = cap_in_use(cap, now);
+                else
+                        full = r >= g / 4 * 3 || wp_dirty_for(c, s->major, s->minor);
+                if (!full && r < trickle)
                         continue;
-                else if (r >= trickle && r < g / 4 * 3 && (cap || c->dirty < WP_GUARD_DIRTY_MIN) &&
-                         n_small < ELEMENTSOF(small))
+                if (!full && n_small < ELEMENTSOF(small))
                         small[n_small++] = r;
                 else
                         n_full++;
@@ -354,11 +356,14 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
 }
 
 /*
- * The guard's caps on one device brought to this tick's level: a writer
- * capped by the guard whose part changed by more than a sixteenth (a writer
- * came, went or grew) gets the new one, or three quarters of it where a
- * stall has taken it a step under its part; a cgroup capped ahead that does
- * not write is only ever lowered, to the part of one more writer.
+ * The guard's caps on one device brought to this tick's level, when a
+ * writer's part has changed by more than a sixteenth (a writer came, went or
+ * grew). Down at once: to the new part, or three quarters of it where a
+ * stall has taken the cap a step under its part. Up only as the ceiling the
+ * cap may climb back to, by the creep or the latency's raises, a step at a
+ * time as they judge the device: a part that doubles does not undo cuts the
+ * latency made in one tick. A cgroup capped ahead that does not write gets
+ * the part of one more writer.
  */
 static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev, uint64_t level,
                              uint64_t level_one_more, size_t writers, const WpSettings *st, uint64_t now,
@@ -375,7 +380,7 @@ static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const
                         continue;
                 writing = cap_in_use(cap, now) || guard_weight(w, s, dev) > 0;
                 part = writing ? level : MIN(level_one_more, cap->guard_wbps);
-                /* Up never past the whole share the guard had when it set the cap: the capacity
+                /* Never past the whole share the guard had when it set the cap: the capacity
                  * estimate drifts up with what a busy device lets through in bursts, and a guard
                  * that followed it would too. */
                 part = MIN(part, cap->guard_level ?: part);
@@ -384,13 +389,17 @@ static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const
                         continue;
                 want = MAX(cap->wbps < cap->guard_wbps ? part / 4 * 3 : part,
                            cap_floor(w, dev, wp_device_rate_of(w, s->major, s->minor), st, writers));
-                cap->guard_wbps = part;
-                if (want == cap->wbps || !(a = wp_plan_add(plan, PA_SET_CAP, w)))
+                if (want >= cap->wbps) {
+                        cap->guard_wbps = part;
+                        continue;
+                }
+                if (!(a = wp_plan_add(plan, PA_SET_CAP, w)))
                         continue;
                 cap_action(a, s, cap->wbps, want);
                 snprintf(a->reason, sizeof(a->reason), "GuardRate on %" PRIu32 ":%" PRIu32 " is shared by the "
                          "writers there (%zu now, beside %s)", s->major, s->minor, writers, s->victim->path);
                 wp_cap_lifts_when(a, s->victim, true);
+                cap->guard_wbps = part;
                 cap->wbps = want;
                 cap->stepped_usec = now;
                 cap->stall_at_step = wp_smoothed_stall(state, s->victim);

@@ -61,6 +61,9 @@ WpDeviceQuiet *wp_quiet_of(WritePointState *s, uint32_t major, uint32_t minor, b
 bool wp_may_cap(const WpCgroup *w, const WpCgroup *victim);
 /* Whether a cgroup writes: dirty data piling up, or more than a trickle reaching a device. */
 bool wp_writing(const WpCgroup *w);
+/* Whether the cgroup holds WP_GUARD_DIRTY_MIN of dirty data that is likely the device's: it writes to no
+ * other device now (memory.stat's dirty data is the cgroup's, not a device's). */
+bool wp_dirty_for(const WpCgroup *w, uint32_t major, uint32_t minor);
 /* The memory.high whose per-cgroup dirty limit is `budget`. */
 uint64_t wp_budget_high(const WpCgroup *c, uint64_t budget, uint32_t dirty_ratio_pct);
 /* The io stall a protected cgroup has alone, learnt so far; 0: none yet. */

@@ -61,7 +61,7 @@ void wp_track_busy(const WpCgroup *cg, size_t n, uint64_t now, WritePointState *
 
                 uint64_t r = w ? wp_device_rate_of(w, cap->major, cap->minor) : 0;
 
-                if (w && (r >= cap->wbps / 2 || w->dirty >= WP_GUARD_DIRTY_MIN))
+                if (w && (r >= cap->wbps / 2 || wp_dirty_for(w, cap->major, cap->minor)))
                         cap->active_usec = now;
                 if (!w || r < cap->wbps / 4 * 3)
                         cap->busy_since_usec = 0;

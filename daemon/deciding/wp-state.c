@@ -76,6 +76,16 @@ bool wp_writing(const WpCgroup *w) {
         return w->dirty >= WP_GUARD_DIRTY_MIN || rate >= WP_WRITING_RATE_MIN;
 }
 
+bool wp_dirty_for(const WpCgroup *w, uint32_t major, uint32_t minor) {
+        if (w->dirty < WP_GUARD_DIRTY_MIN)
+                return false;
+        for (size_t d = 0; d < w->n_devices; d++)
+                if ((w->devices[d].major != major || w->devices[d].minor != minor) &&
+                    w->devices[d].wbytes_per_sec >= WP_WRITING_RATE_MIN)
+                        return false;
+        return true;
+}
+
 void wp_remove_cap(WritePointState *s, WpCap *c) {
         *c = s->caps[--s->n_caps];
 }

@@ -527,7 +527,7 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         enum { N = 11 };
         static WpCgroup many[N];
         static DeviceRate rate[N][1];
-        uint64_t level = 16 * MIB * 7 / 10, sum = 0;
+        uint64_t level = 16 * MIB * 7 / 10, sum = 0, t;
 
         st.guard_rate_ppm = 700000;
         many[0] = cg[0];
@@ -546,6 +546,8 @@ static void test_guard_is_shared_by_all_writers(void **s) {
                 sum += state.caps[i].wbps;
         }
         assert_true(sum <= level);
+        /* What each drains at when it ends is shared too: nine tenths of the device over the ten. */
+        assert_int_equal(must(PA_SET_CAP, 101)->drain, 16 * MIB / 10 * 9 / 10);
         /* Each is held at its cap: nine stop (no io, no dirty data), one goes on. A writer held by
          * io.max writes back in bursts, and a tick between two shows nothing: the nine keep their
          * parts for WP_SHARE_HOLD_USEC. */
@@ -555,18 +557,54 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         }
         write_point_decide(many, N, dev, 1, &st, 2 * SEC, &state, &plan);
         assert_int_equal(cap_of(101)->wbps, MAX(level / 10, MIB));
-        write_point_decide(many, N, dev, 1, &st, 1 * SEC + WP_SHARE_HOLD_USEC, &state, &plan);
+        /* Then the last one's part is the whole guard again: its ceiling at once, its cap climbing
+         * to it a step a tick (the creep), never past it. */
+        t = 1 * SEC + WP_SHARE_HOLD_USEC;
+        write_point_decide(many, N, dev, 1, &st, t, &state, &plan);
+        assert_int_equal(cap_of(101)->guard_wbps, level);
+        for (int k = 0; k < 20 && cap_of(101)->wbps < level; k++) {
+                rate[1][0].wbytes_per_sec = cap_of(101)->wbps;
+                t += SEC / 2;
+                write_point_decide(many, N, dev, 1, &st, t, &state, &plan);
+        }
         assert_int_equal(cap_of(101)->wbps, level);
-        /* One comes back: both at half. */
+        /* One comes back: both parts at half; the cap above it comes down at once, the one under it
+         * may climb to it. */
         rate[1][0].wbytes_per_sec = level;
         rate[2][0].wbytes_per_sec = 20 * MIB;
-        write_point_decide(many, N, dev, 1, &st, 2 * SEC + WP_SHARE_HOLD_USEC, &state, &plan);
+        write_point_decide(many, N, dev, 1, &st, t + SEC / 2, &state, &plan);
         assert_int_equal(cap_of(101)->wbps, level / 2);
-        assert_int_equal(cap_of(102)->wbps, level / 2);
+        assert_int_equal(cap_of(102)->guard_wbps, level / 2);
+        assert_true(cap_of(102)->wbps <= level / 2);
         assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
-        /* What each drains at when it ends is shared too: nine tenths of the device over the ten capped,
-         * never under the cap. */
-        assert_int_equal(must(PA_SET_CAP, 101)->drain, MAX(16 * MIB / 10 * 9 / 10, level / 2));
+}
+
+/* Two protected cgroups on one device, a writer cappable for one of them only: both come to one level
+ * for the writers there, so no cap follows each in turn. */
+static void test_guard_level_is_the_same_for_every_protected_cgroup(void **s) {
+        static Policy low_protect;
+        static DeviceRate dev2[1];
+        WpCgroup four[4];
+
+        st.guard_rate_ppm = 700000;
+        low_protect = (Policy) { .name = (char *) "low", .mode = POLICY_MODE_ENFORCE, .priority = 5,
+                                 .cap_writes = true, .protect = true };
+        dev2[0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = 40000 };
+        memcpy(four, cg, sizeof(cg));
+        four[3] = (WpCgroup) { .id = 4, .path = "/low.slice/cache.service", .policy = &low_protect,
+                               .protect = true, .io_limit_ppm = 100000, .have_io_stall = true,
+                               .devices = dev2, .n_devices = 1 };
+        /* Two heavy writers: the writer (priority 10) may be capped for db (90) only, the other (0) for
+         * both. */
+        other_dev[0].wbytes_per_sec = 20 * MIB;
+        other_policy.priority = 0;
+        for (uint64_t t = 1; t <= 4; t++) {
+                write_point_decide(four, 4, dev, 1, &st, t * SEC, &state, &plan);
+                if (t > 1)
+                        assert_int_equal(plan.n, 0);
+        }
+        assert_int_equal(cap_of(2)->wbps, 16 * MIB * 7 / 10 / 2);
+        assert_int_equal(cap_of(3)->wbps, 16 * MIB * 7 / 10 / 2);
 }
 
 /* Under a guard a lasting stall takes one step off at most; a stall's first cap is the guard's. */
@@ -1300,6 +1338,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
                 cmocka_unit_test_setup(test_guard_is_shared_by_all_writers, setup),
+                cmocka_unit_test_setup(test_guard_level_is_the_same_for_every_protected_cgroup, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
                 cmocka_unit_test_setup(test_guard_holds_while_the_protected_cgroup_waits, setup),
