@@ -281,6 +281,11 @@ static uint64_t guard_weight(const WpCgroup *w, const Stall *s, const WpDevice *
         return w->dirty >= WP_GUARD_DIRTY_MIN ? w->dirty : 0;
 }
 
+/* Whether a capped writer still counts as one that fills its part (guard_share()). */
+static bool cap_in_use(const WpCap *cap, uint64_t now) {
+        return cap->active_usec && now - cap->active_usec < WP_SHARE_HOLD_USEC;
+}
+
 static int cmp_u64(const void *a, const void *b) {
         uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
 
@@ -297,18 +302,14 @@ static int cmp_u64(const void *a, const void *b) {
  * within WP_SHARE_HOLD_USEC, or one with no cap that holds WP_GUARD_DIRTY_MIN
  * of dirty data and writes to no other device (a dd's first tick: what it
  * has written is no measure of what it will, its flush is to come), wants
- * all it can get; the others want what they use, a trickle nothing. (A capped writer's rate in one tick says little: its writeback
- * comes in bursts. What it uses is judged over seconds, by its cap.) `extra` counts
+ * all it can get; the others want what they use, a trickle nothing. (A
+ * capped writer's rate in one tick says little: its writeback comes in
+ * bursts. What it uses is judged over seconds, by its cap.) `extra` counts
  * writers to come as that many more of those (a cgroup capped before its
  * first write). Each cap is the level (the caps' sum can pass the share
  * while the small writers stay small; when one grows, the next tick levels
  * again). 0: no capacity known, no guard.
  */
-/* Whether a capped writer still counts as one that fills its part (guard_share()). */
-static bool cap_in_use(const WpCap *cap, uint64_t now) {
-        return cap->active_usec && now - cap->active_usec < WP_SHARE_HOLD_USEC;
-}
-
 static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
                             const WpSettings *st, const WritePointState *state, uint64_t now, size_t extra,
                             size_t *ret_writers) {
