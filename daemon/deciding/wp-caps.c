@@ -292,6 +292,25 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Max-min: what each of n_full writers, and each small one that wants more, gets of `g` after the small
+ * writers (sorted, ascending) that want less than an equal part have what they use. */
+static uint64_t water_fill(const uint64_t *small, size_t n_small, size_t n_full, uint64_t g) {
+        uint64_t left = g;
+        size_t i;
+
+        if (n_small + n_full == 0)
+                return g;
+        for (i = 0; i < n_small; i++) {
+                if (small[i] * (n_small + n_full - i) >= left)
+                        break;
+                left -= small[i];
+        }
+        /* Every writer small, and room left: the largest may grow by what is left. */
+        if (i == n_small + n_full)
+                return small[n_small - 1] + left;
+        return left / (n_small + n_full - i);
+}
+
 /*
  * GuardRate= is a share of the device for all its writers together, not for
  * each: two writers held to 75 % each fill it as one unheld writer does
@@ -304,18 +323,18 @@ static int cmp_u64(const void *a, const void *b) {
  * has written is no measure of what it will, its flush is to come), wants
  * all it can get; the others want what they use, a trickle nothing. (A
  * capped writer's rate in one tick says little: its writeback comes in
- * bursts. What it uses is judged over seconds, by its cap.) `extra` counts
- * writers to come as that many more of those (a cgroup capped before its
- * first write). Each cap is the level (the caps' sum can pass the share
+ * bursts. What it uses is judged over seconds, by its cap.) *ret_one_more:
+ * the level were one more writer to come (a cgroup capped before its first
+ * write). Each cap is the level (the caps' sum can pass the share
  * while the small writers stay small; when one grows, the next tick levels
  * again). 0: no capacity known, no guard.
  */
 static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const WpDevice *dev,
-                            const WpSettings *st, const WritePointState *state, uint64_t now, size_t extra,
-                            size_t *ret_writers) {
-        uint64_t g = wp_guard_level(dev, st), small[WP_CAPS_MAX], left = g;
+                            const WpSettings *st, const WritePointState *state, uint64_t now,
+                            size_t *ret_writers, uint64_t *ret_one_more) {
+        uint64_t g = wp_guard_level(dev, st), small[WP_CAPS_MAX];
         uint64_t trickle = MAX(dev && dev->capacity ? dev->capacity / 20 : 0, MIB);
-        size_t n_small = 0, n_full = extra, i;
+        size_t n_small = 0, n_full = 0, i;
 
         for (i = 0; g > 0 && i < n; i++) {
                 const WpCgroup *c = &cg[i];
@@ -340,20 +359,12 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
                 else
                         n_full++;
         }
-        if (ret_writers)
-                *ret_writers = n_small + n_full - extra;
-        if (g == 0 || n_small + n_full == 0)
-                return g;
+        *ret_writers = n_small + n_full;
+        if (g == 0)
+                return 0;
         qsort(small, n_small, sizeof(small[0]), cmp_u64);
-        for (i = 0; i < n_small; i++) {
-                if (small[i] * (n_small + n_full - i) >= left)
-                        break;
-                left -= small[i];
-        }
-        /* Every writer small, and room left: the largest may grow by what is left. */
-        if (i == n_small + n_full)
-                return small[n_small - 1] + left;
-        return left / (n_small + n_full - i);
+        *ret_one_more = water_fill(small, n_small, n_full + 1, g);
+        return water_fill(small, n_small, n_full, g);
 }
 
 /*
@@ -416,8 +427,7 @@ static void decide_device(const WpCgroup *cg, size_t n, const Stall *s, const Wp
         uint64_t level = 0, level_one_more = 0;
 
         if (st->guard_rate_ppm) {
-                level = guard_share(cg, n, s, dev, st, state, now, 0, &writers);
-                level_one_more = guard_share(cg, n, s, dev, st, state, now, 1, NULL);
+                level = guard_share(cg, n, s, dev, st, state, now, &writers, &level_one_more);
                 level_guard_caps(cg, n, s, dev, level, level_one_more, writers, st, now, state, plan);
         }
         for (size_t i = 0; i < n; i++) {
