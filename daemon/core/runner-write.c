@@ -116,16 +116,26 @@ static bool unmanaged_writer(const CgEntry *e, const CgroupSample *s, const Writ
                sample_dirty_bytes(s) >= WP_GUARD_DIRTY_MIN || capped_by_point(state, e->cg->id);
 }
 
-/* out[first..*n] without the cgroups that are an ancestor of another one there: io.stat counts a
- * cgroup's descendants' io, so a slice "writes" what the service in it writes, and the service is
- * the one to cap. */
-static void keep_deepest(WpCgroup *out, size_t first, size_t *n) {
+/*
+ * out[first..*n] without the cgroups that are an ancestor of another one
+ * there: io.stat counts a cgroup's descendants' io, so a slice "writes" what
+ * the service in it writes, and the service is the one to cap. An ancestor
+ * the point holds a cap on stays, superseded: its cap is held as it stands
+ * while the writers below it are capped. It was capped first because its
+ * writers each held too little to be found, and its throttle holds the bios
+ * they queued before their own caps came; lifted then, all of them reach the
+ * device at once (measured: four dd's under one slice, 60 MiB let go, the
+ * protected cgroup's op 3.8 s against 0.2 s beside a static cap).
+ */
+static void keep_deepest(WpCgroup *out, size_t first, size_t *n, const WritePointState *state) {
         for (size_t i = first; i < *n;) {
                 bool above = false;
 
                 for (size_t j = first; j < *n && !above; j++)
                         above = j != i && cgroup_path_is_below(out[j].path, out[i].path);
-                if (above)
+                if (above && capped_by_point(state, out[i].id))
+                        out[i++].superseded = true;
+                else if (above)
                         out[i] = out[--*n];
                 else
                         i++;
@@ -282,7 +292,7 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
                 out[n] = wp_cgroup_of(ctx, e, s, &writer_without_policy, host_mem, now);
                 out[n++].implicit = true;
         }
-        keep_deepest(out, governed, &n);
+        keep_deepest(out, governed, &n, state);
         return n;
 }
 

@@ -122,9 +122,13 @@ void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, Writ
         for (size_t i = state->n_budgets; i > 0; i--) {
                 const WpBudget *b = &state->budgets[i - 1];
 
+                const WpCgroup *w = wp_find_cgroup(cg, n, b->cgroup_id);
+
                 if (b->cap && !has_cap(state, b->cgroup_id))
-                        lift_budget(wp_find_cgroup(cg, n, b->cgroup_id), b->cgroup_id, "its io.max cap is lifted",
-                                    state, plan);
+                        lift_budget(w, b->cgroup_id, "its io.max cap is lifted", state, plan);
+                else if (b->cap && w && w->superseded)
+                        lift_budget(w, b->cgroup_id, "the writers below it are capped in its stead, each with "
+                                    "a budget of its own", state, plan);
         }
         for (size_t i = 0; i < state->n_caps; i++) {
                 const WpCgroup *w = wp_find_cgroup(cg, n, state->caps[i].cgroup_id);
@@ -140,7 +144,7 @@ void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, Writ
                         }
                 /* Standing caps on cgroups that do not write hold no backlog: a budget sized
                  * for one would take their cache. */
-                if (w && first && wp_writing(w))
+                if (w && first && wp_writing(w) && !w->superseded)
                         cap_budget(w, sum, st, state, plan);
         }
 }

@@ -344,7 +344,7 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
 
                 /* The same writers whichever protected cgroup asks: two of them on one device
                  * must come to one level, or a cap would follow each in turn every tick. */
-                if (c->protect || !c->policy->cap_writes)
+                if (c->protect || c->superseded || !c->policy->cap_writes)
                         continue;
                 cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
                 r = wp_device_rate_of(c, s->major, s->minor);

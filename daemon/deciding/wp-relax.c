@@ -186,6 +186,11 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                 if (w && stalling_on(stalls, n_stalls, cap->major, cap->minor))
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
+                /* Capped in its stead, its writers' caps rule it: held as it stands (what its throttle
+                 * queued before theirs came is still to be written: keep_deepest()), lifted with
+                 * theirs at the end of the hold time. */
+                if (w && w->superseded && !lift)
+                        continue;
                 by_latency = !lift && p && p->io_latency_target_usec;
                 if (by_latency) {
                         want = latency_raise(cap, w, p, d, st, state, now);

@@ -57,6 +57,9 @@ typedef struct WpCgroup {
                                          * is capped */
         bool protect;
         bool newborn;                   /* made while the daemon runs, WP_NEWBORN_USEC ago or less */
+        bool superseded;                /* under no policy and capped, with writers below it in view that
+                                         * are capped in its stead: its cap is held as it stands until the
+                                         * hold time's end lifts it (keep_deepest() of core/runner-write.c) */
         bool running;                   /* protected: a process is in it (cgroup.events "populated"); the
                                          * devices its io.stat lists are guarded while it runs */
         uint32_t io_limit_ppm;          /* effective IOPressureLimit= */

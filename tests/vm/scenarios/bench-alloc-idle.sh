@@ -4,15 +4,20 @@
 # a cold set read once in a cgroup that then does nothing, the daemon with
 # PressureTarget=5%, ReclaimStepMax=32M and Interval= (MDR_AP_INTERVAL, 1s);
 # the fraction of the set gone at 5 to 60 s, then SIGTERM, timed.
+# MDR_AP_LRU_GEN=y|n: MGLRU on or off for the run.
 #   MDRECLAIMD=build/daemon/mdreclaimd tests/vm/vmtest bench-alloc-idle
 . "$(dirname "$0")/lib.sh"
 need_daemon
 mnt=/mnt/ext4 conf=/tmp/mdr-conf state=/tmp/mdr-state log=/tmp/daemon.log
 cold_mib=${MDR_AP_COLD_MIB:-600} interval=${MDR_AP_INTERVAL:-1s}
+lru_gen=/sys/kernel/mm/lru_gen/enabled
+if [ -n "${MDR_AP_LRU_GEN:-}" ]; then
+    [ -w "$lru_gen" ] && echo "$MDR_AP_LRU_GEN" > "$lru_gen" || note "cannot set MGLRU to $MDR_AP_LRU_GEN on this kernel"
+fi
 mkdir -p "$conf/etc/mdreclaim/policies.d" "$state"
 printf '[Daemon]\nInterval=%s\n' "$interval" > "$conf/etc/mdreclaim/mdreclaimd.conf"
 printf '[Policy]\nMatch=/mdr-idle\nMode=enforce\nPressureTarget=5%%\nReclaimStepMax=32M\n' > "$conf/etc/mdreclaim/policies.d/idle.conf"
-echo "kernel $(uname -r), MGLRU $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo none), Interval=$interval, cold $cold_mib MiB"
+echo "kernel $(uname -r), MGLRU $(cat "$lru_gen" 2>/dev/null || echo none), Interval=$interval, cold $cold_mib MiB"
 mkdir -p $mnt/cold; for i in $(seq 32); do fallocate -l $((cold_mib * 1048576 / 32)) $mnt/cold/f$i; done
 cg=$(new_cgroup mdr-idle)
 in_cgroup $cg bash -c "cat $mnt/cold/* > /dev/null"

@@ -54,6 +54,15 @@
 # MDR_WP_ORDER=writer-first starts the writer 2 s before the victim's burst
 # (the victim's cgroup holds an idle process meanwhile), instead of a second
 # after it.
+# MDR_WP_LRU_GEN=y|n: MGLRU on or off for the run (Debian 13's 6.12 boots with
+# it on; Debian 12's 6.1 has none).
+# MDR_WP_TIMELINE=1 (with MDRECLAIM_VM_ARTIFACTS) keeps each case's timeline
+# there, times in seconds of guest uptime: timeline-FS-CASE.marks (the case's
+# start, the writers' start, its end), .victim (each op: start from the
+# victim's own, ms), .writers (every 100 ms: the host's dirty and writeback,
+# the device's requests in flight, each writer cgroup's dirty, writeback and
+# io.max wbps) and, for the daemon's cases, .daemon (its log, lines stamped).
+# tests/vm/timeline merges them into one table.
 . "$(dirname "$0")/lib.sh"
 need_daemon
 
@@ -75,6 +84,11 @@ bps=${MDR_WRITE_BPS:-16777216}
 # queue set by hand (MDR_WP_QD_KB for a binary built with another size).
 qd_kb=${MDR_WP_QD_KB:-32}
 
+lru_gen=/sys/kernel/mm/lru_gen/enabled
+if [ -n "${MDR_WP_LRU_GEN:-}" ]; then
+    [ -w "$lru_gen" ] && echo "$MDR_WP_LRU_GEN" > "$lru_gen" || note "cannot set MGLRU to $MDR_WP_LRU_GEN on this kernel"
+fi
+[ "$bench" = 0 ] || echo "== MGLRU: $(cat "$lru_gen" 2>/dev/null || echo "not built in")"
 vcg=$(new_cgroup mdr-victim) || fatal "cannot create the victim's cgroup"
 wcg=$(new_cgroup mdr-writer) || fatal "cannot create the writer's cgroup"
 check "io.max exists for the writer" test -e "$wcg/io.max"
@@ -134,10 +148,45 @@ writer_run() {
     wait $pids
 }
 
+timeline=
+[ -z "${MDR_WP_TIMELINE:-}" ] || [ -z "${MDR_ARTIFACTS:-}" ] || timeline=1
+# (a read, not lib.sh's now(): no process a line)
+stamp_lines() { local l up _; while IFS= read -r l; do read -r up _ < /proc/uptime; printf '%s %s\n' "$up" "$l"; done; }
+# writers_trace FILE: every 100 ms, the host's dirty and writeback bytes and
+# the device's requests in flight (reads, writes), then each writer cgroup's
+# dirty and writeback bytes and io.max wbps, until killed (one awk a sample, to keep the guest's
+# CPU for the case).
+writers_trace() {
+    local up _
+    while :; do
+        read -r up _ < /proc/uptime
+        awk -v t="$up" -v top="$wcg" -v dev="$devno" '
+            FILENAME == "/proc/meminfo" { if ($1 == "Dirty:") hd = $2 * 1024; if ($1 == "Writeback:") hw = $2 * 1024; next }
+            FILENAME ~ /inflight$/ { inr = $1; inw = $2; next }
+            { c = FILENAME; sub(/\/[^\/]*$/, "", c); c = substr(c, length(top) + 1); if (c == "") c = "/"
+              if (!(c in seen)) { seen[c] = 1; order[n++] = c; cap[c] = "max" } }
+            FILENAME ~ /memory.stat$/ && $1 == "file_dirty" { dirty[c] = $2 }
+            FILENAME ~ /memory.stat$/ && $1 == "file_writeback" { wb[c] = $2 }
+            FILENAME ~ /io.max$/ && $1 == dev { for (i = 2; i <= NF; i++) if ($i ~ /^wbps=/) cap[c] = substr($i, 6) }
+            END { printf "%s host dirty %d writeback %d inflight %d %d\n", t, hd, hw, inr, inw
+                  for (i = 0; i < n; i++) printf "%s %s dirty %d writeback %d wbps %s\n", t, order[i], dirty[order[i]], wb[order[i]], cap[order[i]] }
+        ' /proc/meminfo "/sys/dev/block/$devno/inflight" "$wcg/memory.stat" "$wcg/io.max" "$wcg"/w*/memory.stat "$wcg"/w*/io.max 2>/dev/null
+        sleep 0.1
+    done > "$1"
+}
+
 daemon_pid=
 start_daemon() {
-    "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
-        --log-level "${MDR_WP_LOG_LEVEL:-info}" 2>> /tmp/daemon.log &
+    if [ -n "$timeline" ]; then
+        # Through a FIFO: the guest has no /dev/fd for a process substitution.
+        rm -f /tmp/daemon.fifo && mkfifo /tmp/daemon.fifo || fatal "cannot make a FIFO for the daemon's log"
+        stamp_lines < /tmp/daemon.fifo >> /tmp/daemon.log &
+        "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
+            --log-level "${MDR_WP_LOG_LEVEL:-info}" 2> /tmp/daemon.fifo &
+    else
+        "$MDRECLAIMD" --config-root "$conf" --cgroup-root /sys/fs/cgroup --state-dir "$state" \
+            --log-level "${MDR_WP_LOG_LEVEL:-info}" 2>> /tmp/daemon.log &
+    fi
     daemon_pid=$!
     sleep 2
 }
@@ -174,25 +223,38 @@ end_contention() {
 # burst), the writer starts, and the victim's burst 2 s later, every op of it
 # counted.
 run_case() {
-    local name=$1 s0 s1 t0 vpid idle=
+    local name=$1 s0 s1 t0 vpid idle= tracer= tl=
     settle
+    if [ -n "$timeline" ]; then
+        tl=$MDR_ARTIFACTS/timeline-$fs-$name
+        writers_trace "$tl.writers" &
+        tracer=$!
+        echo "$(now) case $name begins" > "$tl.marks"
+    fi
     if [ "${MDR_WP_ORDER:-victim-first}" = writer-first ]; then
         in_cgroup "$vcg" sleep $((secs + 4)) &
         idle=$!
         s0=$(sectors_written)
         t0=$(now)
+        [ -z "$tl" ] || echo "$(now) writers start" >> "$tl.marks"
         writer_run "$((secs + 1))" &
         writer=$!
         sleep 2
-        in_cgroup "$vcg" python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
+        in_cgroup "$vcg" env ${tl:+VICTIM_TRACE=$tl.victim} python3 "$victim" "$mnt/victim" "$secs" \
+            "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
         vpid=$!
     else
-        in_cgroup "$vcg" env VICTIM_FROM=1 python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" \
-            > "/tmp/case-$name" &
+        # The writer a second after the victim's first op, not after its start: under TCG, with
+        # the caches just dropped, Python can take seconds to start, and the writer came first.
+        rm -f /tmp/victim-ready
+        in_cgroup "$vcg" env VICTIM_FROM=1 VICTIM_READY=/tmp/victim-ready ${tl:+VICTIM_TRACE=$tl.victim} \
+            python3 "$victim" "$mnt/victim" "$secs" "$(printf '%-16s' "$name")" > "/tmp/case-$name" &
         vpid=$!
+        wait_for 30 test -e /tmp/victim-ready || note "$name: the victim made no op within 30 s"
         sleep 1
         s0=$(sectors_written)
         t0=$(now)
+        [ -z "$tl" ] || echo "$(now) writers start" >> "$tl.marks"
         writer_run "$((secs - 1))" &
         writer=$!
     fi
@@ -202,6 +264,11 @@ run_case() {
     cat "/tmp/case-$name"
     wait "$writer"
     s1=$(sectors_written)
+    if [ -n "$tracer" ]; then
+        kill "$tracer" 2>/dev/null; wait "$tracer" 2>/dev/null
+        echo "$(now) case $name ends" >> "$tl.marks"
+        [ -z "$daemon_pid" ] || cp /tmp/daemon.log "$tl.daemon"
+    fi
     [ -z "$idle" ] || { kill "$idle" 2>/dev/null; wait "$idle" 2>/dev/null; }
     awk -v a="$s0" -v b="$s1" -v t="$(since "$t0")" 'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' \
         > "/tmp/wrate-$name"
