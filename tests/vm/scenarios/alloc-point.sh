@@ -137,7 +137,7 @@ note "bystander holds $(mib "$by_file0") MiB of cache"
 bystander_policy() { policy bystander 'Match=/mdr-bystander' 'Mode=enforce' 'Protect=yes' 'Priority=50'; }
 
 # MDR_AP_LRU_GEN=y|n: MGLRU on or off for the run (/sys/kernel/mm/lru_gen/enabled;
-# Debian's 6.12 boots with it on, 6.1 has none); the figures of both go in docs/
+# Debian's 6.12 boots with it on, Debian 12's 6.1 has it built in and off); both go in docs/
 lru_gen=/sys/kernel/mm/lru_gen/enabled
 if [ -n "${MDR_AP_LRU_GEN:-}" ]; then
     [ -w "$lru_gen" ] && echo "$MDR_AP_LRU_GEN" > "$lru_gen" || note "cannot set MGLRU to $MDR_AP_LRU_GEN on this kernel"

@@ -55,7 +55,7 @@
 # (the victim's cgroup holds an idle process meanwhile), instead of a second
 # after it.
 # MDR_WP_LRU_GEN=y|n: MGLRU on or off for the run (Debian 13's 6.12 boots with
-# it on; Debian 12's 6.1 has none).
+# it on; Debian 12's 6.1 has it built in and off).
 # MDR_WP_TIMELINE=1 (with MDRECLAIM_VM_ARTIFACTS) keeps each case's timeline
 # there, times in seconds of guest uptime: timeline-FS-CASE.marks (the case's
 # start, the writers' start, its end), .victim (each op: start from the
