@@ -145,13 +145,14 @@ static void keep_deepest(WpCgroup *out, size_t first, size_t *n, const WritePoin
 /* Dirty data on the host beyond what the cgroups in view hold, 32 MiB or more: a writer's first second
  * in the page cache (a service's fsyncs leave none). A cgroup under no policy not capped yet does not
  * count: it may be a slice whose turn among the cold ones came before its writer's, and the writer is
- * the one to cap. Returns what was found, for the log; NULL: none. */
+ * the one to cap; nor does a slice held over its writers (keep_deepest()): its dirty data is theirs. Returns
+ * what was found, for the log; NULL: none. */
 static const char *unseen_dirty(const Observer *o, const WritePointState *state, const WpCgroup *cg, size_t n,
                                 char *buf, size_t size) {
         uint64_t dirty = 0;
 
         for (size_t k = 0; k < n; k++)
-                if (!cg[k].implicit || capped_by_point(state, cg[k].id))
+                if (!cg[k].superseded && (!cg[k].implicit || capped_by_point(state, cg[k].id)))
                         dirty += cg[k].dirty;
         if (o->system_signals.dirty_bytes < dirty + 2 * WP_GUARD_DIRTY_MIN)
                 return NULL;
@@ -163,14 +164,14 @@ static const char *unseen_dirty(const Observer *o, const WritePointState *state,
 /* A device that completes writes beyond what the cgroups in view write there: a quarter of its capacity
  * or more, 4 MiB/s before that is known. The journal a protected cgroup's fsyncs make a kernel thread
  * write is charged to no cgroup in view and can pass that bound: in the benches it started a sweep every
- * RescanInterval= while the victim ran. */
+ * RescanInterval= while the victim ran. A slice held over its writers counts their io again: not counted. */
 static const char *unseen_device_writes(const Observer *o, const WpCgroup *cg, size_t n, char *buf, size_t size) {
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *d = &o->devices.dev[i];
                 uint64_t seen = 0, unexplained = MAX(d->capacity / 4, UINT64_C(4) << 20);
 
                 for (size_t k = 0; k < n; k++)
-                        for (size_t j = 0; j < cg[k].n_devices; j++)
+                        for (size_t j = 0; !cg[k].superseded && j < cg[k].n_devices; j++)
                                 if (cg[k].devices[j].major == d->major && cg[k].devices[j].minor == d->minor)
                                         seen += cg[k].devices[j].wbytes_per_sec;
                 if (d->write_rate > seen && d->write_rate - seen >= unexplained) {

@@ -121,7 +121,6 @@ static bool has_cap(const WritePointState *s, uint64_t id) {
 void wp_decide_backlogs(const WpCgroup *cg, size_t n, const WpSettings *st, WritePointState *state, PointPlan *plan) {
         for (size_t i = state->n_budgets; i > 0; i--) {
                 const WpBudget *b = &state->budgets[i - 1];
-
                 const WpCgroup *w = wp_find_cgroup(cg, n, b->cgroup_id);
 
                 if (b->cap && !has_cap(state, b->cgroup_id))

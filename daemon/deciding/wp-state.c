@@ -64,8 +64,8 @@ WpDeviceQuiet *wp_quiet_of(WritePointState *s, uint32_t major, uint32_t minor, b
 }
 
 bool wp_may_cap(const WpCgroup *w, const WpCgroup *victim) {
-        return !w->protect && !w->superseded && w->policy->cap_writes && w->policy->priority <= victim->policy->priority &&
-               !cgroup_paths_related(w->path, victim->path);
+        return !w->protect && !w->superseded && w->policy->cap_writes &&
+               w->policy->priority <= victim->policy->priority && !cgroup_paths_related(w->path, victim->path);
 }
 
 bool wp_writing(const WpCgroup *w) {
