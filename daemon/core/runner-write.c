@@ -120,22 +120,27 @@ static bool unmanaged_writer(const CgEntry *e, const CgroupSample *s, const Writ
  * out[first..*n] without the cgroups that are an ancestor of another one
  * there: io.stat counts a cgroup's descendants' io, so a slice "writes" what
  * the service in it writes, and the service is the one to cap. An ancestor
- * the point holds a cap on stays, superseded: its cap is held as it stands
- * while the writers below it are capped. It was capped first because its
- * writers each held too little to be found, and its throttle holds the bios
- * they queued before their own caps came; lifted then, all of them reach the
+ * the point holds a cap on stays: it was capped first because its writers
+ * each held too little to be found, and its throttle holds the bios they
+ * queued before their own caps came; lifted then, all of them reach the
  * device at once (measured: four dd's under one slice, 60 MiB let go, the
- * protected cgroup's op 3.8 s against 0.2 s beside a static cap).
+ * protected cgroup's op 3.8 s against 0.2 s beside a static cap). Once a
+ * writer below it is capped it is superseded: held, raised to what the caps
+ * below it let through, lifted with them (wp_relax_caps()).
  */
 static void keep_deepest(WpCgroup *out, size_t first, size_t *n, const WritePointState *state) {
         for (size_t i = first; i < *n;) {
-                bool above = false;
+                bool above = false, capped_below = false;
 
-                for (size_t j = first; j < *n && !above; j++)
-                        above = j != i && cgroup_path_is_below(out[j].path, out[i].path);
-                if (above && capped_by_point(state, out[i].id))
-                        out[i++].superseded = true;
-                else if (above)
+                for (size_t j = first; j < *n; j++)
+                        if (j != i && cgroup_path_is_below(out[j].path, out[i].path)) {
+                                above = true;
+                                capped_below |= capped_by_point(state, out[j].id);
+                        }
+                if (above && capped_by_point(state, out[i].id)) {
+                        out[i].above_writers = true;
+                        out[i++].superseded = capped_below;
+                } else if (above)
                         out[i] = out[--*n];
                 else
                         i++;
@@ -152,7 +157,7 @@ static const char *unseen_dirty(const Observer *o, const WritePointState *state,
         uint64_t dirty = 0;
 
         for (size_t k = 0; k < n; k++)
-                if (!cg[k].superseded && (!cg[k].implicit || capped_by_point(state, cg[k].id)))
+                if (!cg[k].above_writers && (!cg[k].implicit || capped_by_point(state, cg[k].id)))
                         dirty += cg[k].dirty;
         if (o->system_signals.dirty_bytes < dirty + 2 * WP_GUARD_DIRTY_MIN)
                 return NULL;
@@ -171,7 +176,7 @@ static const char *unseen_device_writes(const Observer *o, const WpCgroup *cg, s
                 uint64_t seen = 0, unexplained = MAX(d->capacity / 4, UINT64_C(4) << 20);
 
                 for (size_t k = 0; k < n; k++)
-                        for (size_t j = 0; !cg[k].superseded && j < cg[k].n_devices; j++)
+                        for (size_t j = 0; !cg[k].above_writers && j < cg[k].n_devices; j++)
                                 if (cg[k].devices[j].major == d->major && cg[k].devices[j].minor == d->minor)
                                         seen += cg[k].devices[j].wbytes_per_sec;
                 if (d->write_rate > seen && d->write_rate - seen >= unexplained) {

@@ -208,7 +208,8 @@ void wp_decide_guard(const WpCgroup *cg, size_t n, const WpSettings *st, WritePo
                 for (int round = 0; round < 3; round++) {
                         const WpCgroup *big = NULL;
                         for (size_t i = 0; i < n; i++)
-                                if (!cg[i].protect && cg[i].have_memory && !wp_find_budget(state, cg[i].id) &&
+                                if (!cg[i].protect && !cg[i].above_writers && cg[i].have_memory &&
+                                    !wp_find_budget(state, cg[i].id) &&
                                     cg[i].dirty > 0 && (!big || cg[i].dirty > big->dirty))
                                         big = &cg[i];
                         if (!big)

@@ -344,7 +344,7 @@ static uint64_t guard_share(const WpCgroup *cg, size_t n, const Stall *s, const 
 
                 /* The same writers whichever protected cgroup asks: two of them on one device
                  * must come to one level, or a cap would follow each in turn every tick. */
-                if (c->protect || c->superseded || !c->policy->cap_writes)
+                if (c->protect || c->above_writers || !c->policy->cap_writes)
                         continue;
                 cap = wp_find_cap((WritePointState *) state, c->id, s->major, s->minor);
                 r = wp_device_rate_of(c, s->major, s->minor);
@@ -388,7 +388,7 @@ static void level_guard_caps(const WpCgroup *cg, size_t n, const Stall *s, const
                 bool writing;
 
                 if (!cap->guard_wbps || cap->major != s->major || cap->minor != s->minor ||
-                    !(w = wp_find_cgroup(cg, n, cap->cgroup_id)) || !wp_may_cap(w, s->victim))
+                    !(w = wp_find_cgroup(cg, n, cap->cgroup_id)) || !wp_may_cap(w, s->victim) || w->above_writers)
                         continue;
                 writing = cap_in_use(cap, now) || guard_weight(w, s, dev) > 0;
                 part = writing ? level : MIN(level_one_more, cap->guard_wbps);

@@ -165,6 +165,22 @@ static bool settle_ahead(WpCap *cap, const WpCgroup *w, WritePointState *state, 
         return true;
 }
 
+/* The sum of the caps on one device of the cgroups in view below w. */
+static uint64_t caps_below(const WritePointState *state, const WpCgroup *cg, size_t n, const WpCgroup *w,
+                           uint32_t major, uint32_t minor) {
+        uint64_t sum = 0;
+
+        for (size_t i = 0; i < state->n_caps; i++) {
+                const WpCap *c = &state->caps[i];
+                const WpCgroup *below = c->major == major && c->minor == minor && c->wbps != UINT64_MAX ?
+                                        wp_find_cgroup(cg, n, c->cgroup_id) : NULL;
+
+                if (below && cgroup_path_is_below(below->path, w->path))
+                        sum = MIN(sum + c->wbps, UINT64_MAX / 2);
+        }
+        return sum;
+}
+
 /* Caps where nobody stalls now: raised, by the latency or creeping, or lifted after the hold time. */
 void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev, const Stall *stalls,
                    size_t n_stalls, const WpSettings *st, uint64_t now, WritePointState *state, PointPlan *plan) {
@@ -186,11 +202,20 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                 if (w && stalling_on(stalls, n_stalls, cap->major, cap->minor))
                         continue;
                 lift = !w || !q || now - MAX(q->last_stall_usec, q->last_guarded_usec) >= st->hold_usec;
-                /* Capped in its stead, its writers' caps rule it: held as it stands (what its throttle
-                 * queued before theirs came is still to be written: keep_deepest()), lifted with
-                 * theirs at the end of the hold time. */
-                if (w && w->superseded && !lift)
+                /* Capped in its stead, its writers' caps rule it: never cut, and lifted with theirs at
+                 * the end of the hold time, not before (what its throttle queued before theirs came is
+                 * still to be written: keep_deepest()); raised to the sum of theirs, so that it holds
+                 * them to no less than their own caps do. */
+                if (w && w->superseded && !lift) {
+                        want = caps_below(state, cg, n, w, cap->major, cap->minor);
+                        if (want <= cap->wbps)
+                                continue;
+                        if (!relax_cap(cap, w, p, false, false, want, st, state, plan))
+                                return;
+                        snprintf(plan->actions[plan->n - 1].reason, sizeof(plan->actions[0].reason),
+                                 "held over the writers below it: raised to the sum of their caps");
                         continue;
+                }
                 by_latency = !lift && p && p->io_latency_target_usec;
                 if (by_latency) {
                         want = latency_raise(cap, w, p, d, st, state, now);

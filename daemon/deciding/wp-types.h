@@ -57,9 +57,12 @@ typedef struct WpCgroup {
                                          * is capped */
         bool protect;
         bool newborn;                   /* made while the daemon runs, WP_NEWBORN_USEC ago or less */
-        bool superseded;                /* under no policy and capped, with writers below it in view that
-                                         * are capped in its stead: its cap is held as it stands until the
-                                         * hold time's end lifts it (keep_deepest() of core/runner-write.c) */
+        bool above_writers;             /* under no policy and capped, with writers below it in view: its
+                                         * dirty data and io are theirs, counted once, with theirs */
+        bool superseded;                /* ... and one of them is capped in its stead: its cap is never
+                                         * cut, rises to what the caps below it let through, and goes at
+                                         * the hold time's end (keep_deepest() of core/runner-write.c,
+                                         * wp_relax_caps()) */
         bool running;                   /* protected: a process is in it (cgroup.events "populated"); the
                                          * devices its io.stat lists are guarded while it runs */
         uint32_t io_limit_ppm;          /* effective IOPressureLimit= */
