@@ -165,7 +165,7 @@ static bool settle_ahead(WpCap *cap, const WpCgroup *w, WritePointState *state, 
         return true;
 }
 
-/* The sum of the caps on one device of the cgroups in view below w. */
+/* The sum of the caps on one device of the cgroups in view below w (not w's own). */
 static uint64_t caps_below(const WritePointState *state, const WpCgroup *cg, size_t n, const WpCgroup *w,
                            uint32_t major, uint32_t minor) {
         uint64_t sum = 0;
@@ -175,7 +175,7 @@ static uint64_t caps_below(const WritePointState *state, const WpCgroup *cg, siz
                 const WpCgroup *below = c->major == major && c->minor == minor && c->wbps != UINT64_MAX ?
                                         wp_find_cgroup(cg, n, c->cgroup_id) : NULL;
 
-                if (below && cgroup_path_is_below(below->path, w->path))
+                if (below && below->id != w->id && cgroup_path_is_below(below->path, w->path))
                         sum = MIN(sum + c->wbps, UINT64_MAX / 2);
         }
         return sum;
