@@ -478,7 +478,10 @@ global_run() {
     s0=$(psi_total "$acg/memory.pressure" some); f0=$(psi_total "$acg/memory.pressure" full)
     sy0=$(psi_total /proc/pressure/memory some)
     t0=$(now)
-    in_cgroup "$acg" python3 /tmp/alloc.py "$alloc_mib" 0 /tmp/alloc.progress > "/tmp/g-$label.out"
+    # Bounded: the kernel alone takes 1-3 s here, the daemon 4-10; one observe run on 6.12 took 172 s
+    # (its allocator not stalled on memory), and the suite's time has no room for that.
+    in_cgroup "$acg" timeout 90 python3 /tmp/alloc.py "$alloc_mib" 0 /tmp/alloc.progress > "/tmp/g-$label.out" ||
+        note "$label: the allocator did not end within 90 s"
     echo "$(since "$t0") $(( $(psi_total "$acg/memory.pressure" some) - s0 )) $(( $(psi_total "$acg/memory.pressure" full) - f0 )) $(( $(psi_total /proc/pressure/memory some) - sy0 )) $(mib "$h0") $(mib "$(memstat "$hcg" file)")" \
         > "/tmp/g-$label.fig"
     [ "$how" != kernel ] && sleep 1 && stop_daemon TERM
