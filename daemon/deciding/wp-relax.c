@@ -106,14 +106,14 @@ static bool creep(WpCap *cap, const WpDevice *d, const WpDeviceQuiet *q, const W
         return true;
 }
 
-/* The cap raised to `want`, or lifted, in the plan and the state; false when the plan is full. `p`: the
- * protected cgroup the cap is for, if it is still under a policy. */
-static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lift, bool by_latency, uint64_t want,
+/* The cap raised to `want`, or lifted, in the plan and the state: its action, NULL when the plan is full.
+ * `p`: the protected cgroup the cap is for, if it is still under a policy. */
+static PointAction *relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lift, bool by_latency, uint64_t want,
                       const WpSettings *st, WritePointState *state, PointPlan *plan) {
         PointAction *a = wp_plan_add(plan, lift ? PA_LIFT_CAP : PA_SET_CAP, w);
 
         if (!a)
-                return false;
+                return NULL;
         a->cgroup_id = cap->cgroup_id;
         a->major = cap->major;
         a->minor = cap->minor;
@@ -131,7 +131,7 @@ static bool relax_cap(WpCap *cap, const WpCgroup *w, const WpCgroup *p, bool lif
                 wp_cap_lifts_when(a, p, st->guard_rate_ppm != 0);
                 cap->wbps = want;
         }
-        return true;
+        return a;
 }
 
 /* A cap set on a new cgroup before it wrote: kept once it writes, lifted if it has not written by the
@@ -190,6 +190,7 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                 const WpCgroup *p = wp_find_cgroup(cg, n, cap->protected_id);
                 const WpDevice *d = wp_find_device(dev, n_dev, cap->major, cap->minor);
                 WpDeviceQuiet *q = wp_quiet_of(state, cap->major, cap->minor, false);
+                PointAction *a;
                 bool lift, by_latency;
                 uint64_t want = 0;
                 bool full;
@@ -210,9 +211,9 @@ void wp_relax_caps(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_d
                         want = caps_below(state, cg, n, w, cap->major, cap->minor);
                         if (want <= cap->wbps)
                                 continue;
-                        if (!relax_cap(cap, w, p, false, false, want, st, state, plan))
+                        if (!(a = relax_cap(cap, w, p, false, false, want, st, state, plan)))
                                 return;
-                        snprintf(plan->actions[plan->n - 1].reason, sizeof(plan->actions[0].reason),
+                        snprintf(a->reason, sizeof(a->reason),
                                  "held over the writers below it: raised to the sum of their caps");
                         continue;
                 }
