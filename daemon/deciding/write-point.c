@@ -36,10 +36,14 @@ static void note_observed(const PointPlan *plan, WritePointState *state) {
  * nearly as fast as the device can take them, and no faster. Writers capped
  * on the same device share that rate as they share the guard: four that end
  * together would otherwise drain at four times it (measured: a worst op of
- * 1.7 s as four dd's ended). Never under the cap itself. 0 where the
- * capacity is unknown: the cap is lifted then, as before any of this.
+ * 1.7 s as four dd's ended). A slice's cap held over writers capped below it
+ * (superseded) is not one more writer: what goes through it is theirs, and
+ * counted it would cut each of theirs by one share too many. Never under the
+ * cap itself. 0 where the capacity is unknown: the cap is lifted then, as
+ * before any of this.
  */
-static void drain_rates(const WpDevice *dev, size_t n_dev, const WritePointState *state, PointPlan *plan) {
+static void drain_rates(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev,
+                        const WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < plan->n; i++) {
                 PointAction *a = &plan->actions[i];
                 const WpDevice *d;
@@ -48,8 +52,15 @@ static void drain_rates(const WpDevice *dev, size_t n_dev, const WritePointState
                 if (a->kind != PA_SET_CAP)
                         continue;
                 d = wp_find_device(dev, n_dev, a->major, a->minor);
-                for (size_t k = 0; k < state->n_caps; k++)
-                        capped += state->caps[k].major == a->major && state->caps[k].minor == a->minor;
+                for (size_t k = 0; k < state->n_caps; k++) {
+                        const WpCap *c = &state->caps[k];
+                        const WpCgroup *w;
+
+                        if (c->major != a->major || c->minor != a->minor)
+                                continue;
+                        w = wp_find_cgroup(cg, n, c->cgroup_id);
+                        capped += !(w && w->superseded);
+                }
                 a->drain = d && d->capacity ? MAX(d->capacity / 10 * 9 / MAX(capped, (size_t) 1), a->value) : 0;
         }
 }
@@ -73,7 +84,7 @@ void write_point_decide(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         wp_decide_guard(cg, n, st, state, plan);
         wp_decide_writeback(cg, n, dev, n_dev, stalls, n_stalls, state, plan);
         wp_decide_queues(cg, n, st, now, state, plan);
-        drain_rates(dev, n_dev, state, plan);
+        drain_rates(cg, n, dev, n_dev, state, plan);
         note_observed(plan, state);
 }
 

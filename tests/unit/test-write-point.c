@@ -579,6 +579,33 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
 }
 
+/* A slice's cap held over writers capped below it (superseded: core/runner-write.c's keep_deepest()) is
+ * not one more writer when the drain rate is shared: two writers under it drain at half of nine tenths
+ * of the device each, not a third. */
+static void test_drain_shared_without_a_held_slice(void **s) {
+        static WpCgroup w[4];
+        static DeviceRate rate[4][1];
+
+        st.guard_rate_ppm = 700000;
+        w[0] = cg[0];
+        for (size_t i = 1; i < 4; i++)
+                rate[i][0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = MIB };
+        w[1] = (WpCgroup) { .id = 50, .path = "/batch.slice/jobs", .policy = &other_policy, .implicit = true,
+                            .above_writers = true, .superseded = true, .devices = rate[1], .n_devices = 1,
+                            .dirty = 128 * MIB };
+        w[2] = (WpCgroup) { .id = 51, .path = "/batch.slice/jobs/w1", .policy = &other_policy,
+                            .devices = rate[2], .n_devices = 1, .dirty = 64 * MIB };
+        w[3] = (WpCgroup) { .id = 52, .path = "/batch.slice/jobs/w2", .policy = &other_policy,
+                            .devices = rate[3], .n_devices = 1, .dirty = 64 * MIB };
+        /* The slice's cap, from the ticks before its writers were found. */
+        state.caps[state.n_caps++] = (WpCap) { .cgroup_id = 50, .major = 8, .minor = 0, .wbps = 4 * MIB,
+                                               .protected_id = 1, .active_usec = 1 * SEC };
+        write_point_decide(w, 4, dev, 1, &st, 1 * SEC, &state, &plan);
+        assert_int_equal(state.n_caps, 3);
+        assert_int_equal(must(PA_SET_CAP, 51)->drain, MAX(16 * MIB / 10 * 9 / 2, must(PA_SET_CAP, 51)->value));
+        assert_int_equal(must(PA_SET_CAP, 52)->drain, MAX(16 * MIB / 10 * 9 / 2, must(PA_SET_CAP, 52)->value));
+}
+
 /* Two protected cgroups on one device, a writer cappable for one of them only: both come to one level
  * for the writers there, so no cap follows each in turn. */
 static void test_guard_level_is_the_same_for_every_protected_cgroup(void **s) {
@@ -1338,6 +1365,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_caps_before_a_stall, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
                 cmocka_unit_test_setup(test_guard_is_shared_by_all_writers, setup),
+                cmocka_unit_test_setup(test_drain_shared_without_a_held_slice, setup),
                 cmocka_unit_test_setup(test_guard_level_is_the_same_for_every_protected_cgroup, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),
