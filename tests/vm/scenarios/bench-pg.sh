@@ -44,6 +44,16 @@
 #   MDR_PG_CLIENTS=4   pgbench -c (threads: -j 2)
 #   MDR_PG_WRITER=cp   or tar, rsync (bench-service-lib.sh; those two need
 #     vmtest --mem 2560 for their tree)
+#   MDR_PG_SELF_WRITE=yes  the database itself writes a lot: through every run,
+#     alone included, one more session loads a table 8 MiB a statement
+#     (INSERT ... generate_series, each committed: its WAL and its pages are
+#     the server's own writes, in /mdr-pg). What the daemon must do then:
+#     never cap the protected cgroup (a poll of its io.max says whether it
+#     was), and still hold the writer beside it.
+#   MDR_PG_SECOND=yes  two protected services: a second cluster in /mdr-pg2
+#     (its own initdb, socket and pgbench of the same size, run beside the
+#     first in every case), with its own policy, Match=/mdr-pg2 Protect=yes.
+#     A second table gives its figures.
 #
 # What is measured: pgbench's per-transaction log (--log) gives each
 # transaction's latency (a tpcb-like transaction: three updates, a select,
@@ -61,6 +71,11 @@ bench_name=pg bench_prefix=PG
 svc_label="the database" svc_unit=tps svc_ops=transactions
 scale=$(bench_knob SCALE 4)
 clients=$(bench_knob CLIENTS 4)
+self_write=$(bench_knob SELF_WRITE no)
+second=$(bench_knob SECOND no)
+for v in self_write second; do
+    case ${!v} in yes|no) ;; *) fatal "MDR_PG_${v^^} must be yes or no (got ${!v})" ;; esac
+done
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2> /dev/null | sort -V | tail -n 1)
 [ -x "$pgbin/initdb" ] && [ -x "$pgbin/pgbench" ] ||
@@ -73,56 +88,117 @@ if ! id -u "$pguser" > /dev/null 2>&1; then
         fatal "cannot add a user for the server"
 fi
 as_pg() { setpriv --reuid="$pguser" --regid="$(id -g "$pguser")" --clear-groups "$@"; }
-sock=/tmp/mdr-pgsock
+sock=/tmp/mdr-pgsock sock2=/tmp/mdr-pgsock2
+# pg ARGS...: psql to the cluster whose socket is $sock (a caller may set
+# sock=$sock2 for the second)
 pg() { "$pgbin/psql" -h "$sock" -U postgres -d postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 bench_setup mdr-pg
-pgcg=$svccg
+pgcg=$svccg pg2cg=
+if [ "$second" = yes ]; then
+    pg2cg=$(new_cgroup mdr-pg2) || fatal "cannot create the second database's cgroup"
+    printf '[Policy]\nMatch=/mdr-pg2\nProtect=yes\n' > "$conf/etc/mdreclaim/policies.d/pg2.conf"
+fi
 
 # The hooks of bench-service-lib.sh. Between cases the database's dirty
 # buffers are checkpointed and its history table emptied.
+settle_cluster() {
+    pg -c 'TRUNCATE pgbench_history' -c 'VACUUM pgbench_branches' -c 'VACUUM pgbench_tellers' -c CHECKPOINT ||
+        fail "settling the database ($sock)"
+}
 svc_settle() {
     if [ -n "${pgup:-}" ]; then
-        pg -c 'TRUNCATE pgbench_history' -c 'VACUUM pgbench_branches' -c 'VACUUM pgbench_tellers' -c CHECKPOINT ||
-            fail "settling the database"
+        [ "$self_write" = no ] || pg -c 'TRUNCATE mdr_bulk' || fail "emptying the database's own load"
+        settle_cluster
+        [ -z "$pg2cg" ] || sock=$sock2 settle_cluster
     fi
 }
 svc_prime() { :; }
-svc_run() { pgbench_run "$1"; }
-svc_ok() { grep -q '^tps = ' "/tmp/pgbench-$1.out"; }
+svc_run() {
+    self_load_start "$1"
+    pgbench_run "$1"
+    self_load_stop "$1"
+}
+svc_ok() { grep -q '^tps = ' "/tmp/pgbench-$1.out" && { [ -z "$pg2cg" ] || grep -q '^tps = ' "/tmp/pgbench2-$1.out"; }; }
 svc_summary() { summary "$1"; }
-svc_warm() { in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T 4 postgres > /dev/null 2>&1; }
-
-# pgbench_run NAME: one pgbench run of $secs in the database's cgroup,
-# its per-transaction log under /tmp/pgb-NAME.*
-pgbench_run() {
-    rm -f "/tmp/pgb-$1".*
-    in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T "$secs" -P 1 \
-        --log --log-prefix="/tmp/pgb-$1" postgres > "/tmp/pgbench-$1.out" 2> "/tmp/pgbench-$1.err"
+svc_warm() {
+    [ -z "$pg2cg" ] || in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T 4 postgres \
+        > /dev/null 2>&1 &
+    in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T 4 postgres > /dev/null 2>&1
+    wait
 }
 
-# summary NAME: "tps p50 p99 max worst-second-tps txns" of a run
+# pgbench_run NAME: one pgbench run of $secs in the database's cgroup,
+# its per-transaction log under /tmp/pgb-NAME.*; with a second database,
+# the same against it at once (/tmp/pgb2-NAME.*), its summary in
+# /tmp/sum2-NAME
+pgbench_run() {
+    local p2=
+    rm -f "/tmp/pgb-$1".* "/tmp/pgb2-$1".*
+    if [ -n "$pg2cg" ]; then
+        in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T "$secs" -P 1 \
+            --log --log-prefix="/tmp/pgb2-$1" postgres > "/tmp/pgbench2-$1.out" 2> "/tmp/pgbench2-$1.err" &
+        p2=$!
+    fi
+    in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T "$secs" -P 1 \
+        --log --log-prefix="/tmp/pgb-$1" postgres > "/tmp/pgbench-$1.out" 2> "/tmp/pgbench-$1.err"
+    if [ -n "$p2" ]; then
+        wait "$p2"
+        summary "$1" 2 > "/tmp/sum2-$1"
+    fi
+}
+
+# self_load_start NAME / self_load_stop NAME (MDR_PG_SELF_WRITE=yes): the
+# database's own bulk load through the run, 8 MiB a committed statement,
+# counted in /tmp/self-NAME; and whether the protected cgroup's io.max ever
+# held a cap meanwhile (polled every 0.2 s: /tmp/selfcap-NAME)
+self_pids=
+self_load_start() {
+    [ "$self_write" = yes ] || return 0
+    rm -f /tmp/self-stop "/tmp/self-$1" "/tmp/selfcap-$1"
+    (while [ ! -e /tmp/self-stop ]; do
+         pg -c "INSERT INTO mdr_bulk SELECT g, repeat('b', 1000) FROM generate_series(1, 8192) g" || break
+         echo 8 >> "/tmp/self-$1"
+     done) &
+    self_pids=$!
+    (local line
+     while [ ! -e /tmp/self-stop ]; do
+         while read -r line; do
+             [[ $line == "$devno "*wbps=[0-9]* ]] && echo "$line" > "/tmp/selfcap-$1"
+         done < "$pgcg/io.max"
+         sleep 0.2
+     done) &
+    self_pids="$self_pids $!"
+}
+self_load_stop() {
+    [ "$self_write" = yes ] || return 0
+    touch /tmp/self-stop
+    # shellcheck disable=SC2086
+    wait $self_pids
+    note "$1: the database's own load wrote $(awk '{ s += $1 } END { print s + 0 }' "/tmp/self-$1" 2> /dev/null) MiB" \
+        "of rows in the run; its io.max: $(cat "/tmp/selfcap-$1" 2> /dev/null || echo "never capped")"
+}
+
+# summary NAME [2]: "tps p50 p99 max worst-second-tps txns" of a run (2: the
+# second database's)
 summary() {
-    local tps worst1
-    tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "/tmp/pgbench-$1.out" | tail -n 1)
-    worst1=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' "/tmp/pgbench-$1.err" | sort -n | head -n 1)
-    cat "/tmp/pgb-$1".* 2> /dev/null | awk '$3 ~ /^[0-9]+$/ { print $3 / 1000 }' | sort -n |
+    local tps worst1 k=${2:-}
+    tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "/tmp/pgbench$k-$1.out" | tail -n 1)
+    worst1=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' "/tmp/pgbench$k-$1.err" | sort -n | head -n 1)
+    cat "/tmp/pgb$k-$1".* 2> /dev/null | awk '$3 ~ /^[0-9]+$/ { print $3 / 1000 }' | sort -n |
         awk -v tps="${tps:-0}" -v w="${worst1:-0}" '{ l[NR] = $1 } END {
             if (NR == 0) { printf "%s 0 0 0 %s 0\n", tps, w; exit }
             i50 = int(NR * 0.50 + 0.999); i99 = int(NR * 0.99 + 0.999)
             printf "%s %.1f %.1f %.1f %s %d\n", tps, l[i50], l[i99], l[NR], w, NR }'
 }
 
-one_fs() {
-bench_fs "$1"
-pgup=
-echo "==== $fs ($dev, $devno): pgbench -c $clients -j 2 -T $secs, scale $scale; order $order"
-
-learn_device
-
-echo "== PostgreSQL ($("$pgbin/postgres" --version)) on $fs, as $pguser, in /mdr-pg"
-local t0 data=$mnt/pgdata
+# pg_cluster DATA CGROUP: a cluster made with initdb in DATA, its server
+# started in CGROUP with its socket in $sock, filled by pgbench -i and read
+# into shared_buffers
+pg_cluster() {
+local data=$1 cg=$2 t0
 t0=$(now)
+echo "== PostgreSQL ($("$pgbin/postgres" --version)) on $fs, as $pguser, in ${cg#/sys/fs/cgroup}"
 mkdir -p "$data" "$sock"
 chown "$pguser:" "$data" "$sock"
 as_pg "$pgbin/initdb" -D "$data" -U postgres --auth=trust --no-locale -E UTF8 > /tmp/initdb.log 2>&1 ||
@@ -143,11 +219,10 @@ checkpoint_timeout = 1h
 max_wal_size = 4GB
 autovacuum = off
 EOT
-in_cgroup "$pgcg" setpriv --reuid="$pguser" --regid="$(id -g "$pguser")" --clear-groups \
-    "$pgbin/pg_ctl" -D "$data" -l /tmp/pg.log -w -t 120 start > /dev/null ||
-    { tail -n 20 /tmp/pg.log; fatal "the server did not start"; }
-check "the server runs in /mdr-pg" grep -q . "$pgcg/cgroup.procs"
-pgup=1
+in_cgroup "$cg" setpriv --reuid="$pguser" --regid="$(id -g "$pguser")" --clear-groups \
+    "$pgbin/pg_ctl" -D "$data" -l "/tmp/pg-${cg##*/}.log" -w -t 120 start > /dev/null ||
+    { tail -n 20 "/tmp/pg-${cg##*/}.log"; fatal "the server did not start"; }
+check "the server runs in ${cg#/sys/fs/cgroup}" grep -q . "$cg/cgroup.procs"
 "$pgbin/pgbench" -h "$sock" -U postgres -i -q -s "$scale" postgres > /tmp/pgbench-init.log 2>&1 ||
     { tail -n 20 /tmp/pgbench-init.log; fatal "pgbench -i failed"; }
 # pgbench -i loads through a small ring of buffers: the tables and their
@@ -158,11 +233,27 @@ pg -At -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
     > /tmp/prewarm.log 2>&1 || note "pg_prewarm failed: $(tail -n 1 /tmp/prewarm.log)"
 note "initdb, start and pgbench -i -s $scale took $(since "$t0") s; $(tail -n 1 /tmp/prewarm.log) blocks prewarmed;" \
     "$(pg -At -c "SHOW fsync" -c "SHOW synchronous_commit" -c "SHOW wal_sync_method" | paste -sd' ') (fsync, synchronous_commit, wal_sync_method)"
+}
+
+one_fs() {
+bench_fs "$1"
+pgup=
+echo "==== $fs ($dev, $devno): pgbench -c $clients -j 2 -T $secs, scale $scale; order $order"
+
+learn_device
+
+pg_cluster "$mnt/pgdata" "$pgcg"
+[ -z "$pg2cg" ] || sock=$sock2 pg_cluster "$mnt/pgdata2" "$pg2cg"
+[ "$self_write" = no ] || pg -c 'CREATE TABLE mdr_bulk (id int, pad text)' || fatal "cannot make the table of the database's own load"
+pgup=1
 
 # A first run, not counted: the server creates its first WAL segments
 # (16 MiB each, written and synced) here, where later runs recycle them.
+[ -z "$pg2cg" ] || in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T 12 postgres \
+    > /dev/null 2>&1 &
 in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T 12 postgres > /dev/null 2>&1 ||
     fail "the warm-up run of pgbench"
+wait
 
 echo "== pgbench alone"
 run_case alone none
@@ -178,10 +269,22 @@ echo "== results, $fs, order $order (pgbench -c $clients -j 2, ${secs} s; latenc
     "kept = tps / alone's; writer MiB/s = device completed over $writer_kind's run [its own io.stat, counted at dispatch]; of cap = writer MiB/s / static-72's;" \
     "cap at = the writer's first io.max cap, after its start)"
 results_table
+if [ -n "$pg2cg" ]; then
+    echo
+    echo "== the second database (/mdr-pg2, protected too), the same runs; kept = tps / its own alone's"
+    results_table sum2
+fi
+if [ "$self_write" = yes ]; then
+    echo "== the database's own load (MiB of rows written in each run):" \
+        "$(for c in $cases; do printf '%s %s, ' "$c" "$(awk '{ s += $1 } END { print s + 0 }' "/tmp/self-$c" 2> /dev/null)"; done)"
+    check "the protected database's own io.max was never capped" \
+        test -z "$(cat /tmp/selfcap-* 2> /dev/null)"
+fi
 
-as_pg "$pgbin/pg_ctl" -D "$data" -m fast -w stop > /dev/null || fail "stopping the server"
+as_pg "$pgbin/pg_ctl" -D "$mnt/pgdata" -m fast -w stop > /dev/null || fail "stopping the server"
+[ -z "$pg2cg" ] || as_pg "$pgbin/pg_ctl" -D "$mnt/pgdata2" -m fast -w stop > /dev/null || fail "stopping the second server"
 pgup=
-rm -rf "$data" "$mnt/bulk"
+rm -rf "$mnt/pgdata" "$mnt/pgdata2" "$mnt/bulk"
 }
 
 for f in $MDR_FS; do

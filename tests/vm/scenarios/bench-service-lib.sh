@@ -321,14 +321,17 @@ writer_cases() {
     done
 }
 
-# results_table: one row per case run, then the writer alone.
+# results_table [PREFIX]: one row per case run, then the writer alone; the
+# service's figures from /tmp/PREFIX-CASE (default sum: svc_summary's; a
+# scenario with a second service keeps its figures under another prefix).
 results_table() {
+    local sp=${1:-sum}
     printf '%-18s %8s %8s %8s %9s %8s %7s %18s %7s %7s\n' case "$svc_unit" "p50 ms" "p99 ms" "max ms" "worst 1s" kept \
         "writer MiB/s" "of cap" "cap at"
     local c tps p50 p99 max w1 n a_tps wr wo ws fc sfx
-    read -r a_tps _ < /tmp/sum-alone
+    read -r a_tps _ < "/tmp/$sp-alone"
     for c in $cases; do
-        read -r tps p50 p99 max w1 n < "/tmp/sum-$c"
+        read -r tps p50 p99 max w1 n < "/tmp/$sp-$c"
         wr=- wo='' ws='' fc=-
         if [ -s "/tmp/wrate-$c" ] && [ "${c#alone}" = "$c" ]; then
             read -r wr wo < "/tmp/wrate-$c"
