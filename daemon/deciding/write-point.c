@@ -25,6 +25,21 @@ static void note_observed(const PointPlan *plan, WritePointState *state) {
         }
 }
 
+/* How many caps on the device are held on cgroups in view strictly below `w`. */
+static size_t caps_below(const WpCgroup *cg, size_t n, const WritePointState *state, const WpCgroup *w,
+                         uint32_t major, uint32_t minor) {
+        size_t below = 0;
+
+        for (size_t k = 0; w && k < state->n_caps; k++) {
+                const WpCap *c = &state->caps[k];
+                const WpCgroup *b = c->major == major && c->minor == minor ? wp_find_cgroup(cg, n, c->cgroup_id)
+                                                                            : NULL;
+
+                below += b && b->id != w->id && !streq(b->path, w->path) && cgroup_path_is_below(b->path, w->path);
+        }
+        return below;
+}
+
 /*
  * What each cap set this tick rises to when its writer ends (its processes gone,
  * or its unit stopping): nine tenths of the device's capacity, the most any cap
@@ -36,32 +51,38 @@ static void note_observed(const PointPlan *plan, WritePointState *state) {
  * nearly as fast as the device can take them, and no faster. Writers capped
  * on the same device share that rate as they share the guard: four that end
  * together would otherwise drain at four times it (measured: a worst op of
- * 1.7 s as four dd's ended). A slice's cap held over writers capped below it
- * (superseded) is not one more writer: what goes through it is theirs, and
- * counted it would cut each of theirs by one share too many. Never under the
- * cap itself. 0 where the capacity is unknown: the cap is lifted then, as
- * before any of this.
+ * 1.7 s as four dd's ended). A slice's cap over writers capped below it
+ * (keep_deepest() of core/runner-write.c; from the tick their caps come, before
+ * it is marked superseded) is not one more writer: what goes through it is
+ * theirs, so it drains at their shares together, and counted it would cut each
+ * of theirs by one share too many. Never under the cap itself. 0 where the
+ * capacity is unknown: the cap is lifted then, as before any of this.
  */
 static void drain_rates(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev,
                         const WritePointState *state, PointPlan *plan) {
         for (size_t i = 0; i < plan->n; i++) {
                 PointAction *a = &plan->actions[i];
                 const WpDevice *d;
-                size_t capped = 0;
+                const WpCgroup *w;
+                size_t writers = 0, shares;
 
                 if (a->kind != PA_SET_CAP)
                         continue;
                 d = wp_find_device(dev, n_dev, a->major, a->minor);
                 for (size_t k = 0; k < state->n_caps; k++) {
                         const WpCap *c = &state->caps[k];
-                        const WpCgroup *w;
+                        const WpCgroup *o;
 
                         if (c->major != a->major || c->minor != a->minor)
                                 continue;
-                        w = wp_find_cgroup(cg, n, c->cgroup_id);
-                        capped += !(w && w->superseded);
+                        o = wp_find_cgroup(cg, n, c->cgroup_id);
+                        writers += !(o && o->above_writers && caps_below(cg, n, state, o, c->major, c->minor));
                 }
-                a->drain = d && d->capacity ? MAX(d->capacity / 10 * 9 / MAX(capped, (size_t) 1), a->value) : 0;
+                w = wp_find_cgroup(cg, n, a->cgroup_id);
+                shares = w && w->above_writers ? MAX(caps_below(cg, n, state, w, a->major, a->minor), (size_t) 1) : 1;
+                a->drain = d && d->capacity ?
+                        MAX(d->capacity / 10 * 9 / MAX(writers, (size_t) 1) * MIN(shares, MAX(writers, (size_t) 1)),
+                            a->value) : 0;
         }
 }
 

@@ -579,19 +579,23 @@ static void test_guard_is_shared_by_all_writers(void **s) {
         assert_non_null(strstr(must(PA_SET_CAP, 101)->reason, "shared by the writers there (2 now"));
 }
 
-/* A slice's cap held over writers capped below it (superseded: core/runner-write.c's keep_deepest()) is
- * not one more writer when the drain rate is shared: two writers under it drain at half of nine tenths
- * of the device each, not a third. */
-static void test_drain_shared_without_a_held_slice(void **s) {
+/* A slice's cap held over writers capped below it (core/runner-write.c's keep_deepest()) is not one more
+ * writer when the drain rate is shared: two writers under it drain at half of nine tenths of the device
+ * each, not a third; the slice, which all they drain goes through, at both halves. The tick their caps
+ * come (the slice is above them, not yet marked superseded: that needs their caps from the tick before)
+ * and the ticks after. */
+static void drain_without_a_held_slice(bool superseded) {
         static WpCgroup w[4];
         static DeviceRate rate[4][1];
+        uint64_t half = 16 * MIB / 10 * 9 / 2;
+        const PointAction *slice;
 
         st.guard_rate_ppm = 700000;
         w[0] = cg[0];
         for (size_t i = 1; i < 4; i++)
                 rate[i][0] = (DeviceRate) { .major = 8, .minor = 0, .wbytes_per_sec = MIB };
         w[1] = (WpCgroup) { .id = 50, .path = "/batch.slice/jobs", .policy = &other_policy, .implicit = true,
-                            .above_writers = true, .superseded = true, .devices = rate[1], .n_devices = 1,
+                            .above_writers = true, .superseded = superseded, .devices = rate[1], .n_devices = 1,
                             .dirty = 128 * MIB };
         w[2] = (WpCgroup) { .id = 51, .path = "/batch.slice/jobs/w1", .policy = &other_policy,
                             .devices = rate[2], .n_devices = 1, .dirty = 64 * MIB };
@@ -602,8 +606,19 @@ static void test_drain_shared_without_a_held_slice(void **s) {
                                                .protected_id = 1, .active_usec = 1 * SEC };
         write_point_decide(w, 4, dev, 1, &st, 1 * SEC, &state, &plan);
         assert_int_equal(state.n_caps, 3);
-        assert_int_equal(must(PA_SET_CAP, 51)->drain, MAX(16 * MIB / 10 * 9 / 2, must(PA_SET_CAP, 51)->value));
-        assert_int_equal(must(PA_SET_CAP, 52)->drain, MAX(16 * MIB / 10 * 9 / 2, must(PA_SET_CAP, 52)->value));
+        assert_int_equal(must(PA_SET_CAP, 51)->drain, MAX(half, must(PA_SET_CAP, 51)->value));
+        assert_int_equal(must(PA_SET_CAP, 52)->drain, MAX(half, must(PA_SET_CAP, 52)->value));
+        /* Superseded, it is raised to the sum of their caps this tick. */
+        if ((slice = superseded ? must(PA_SET_CAP, 50) : find(PA_SET_CAP, 50)))
+                assert_int_equal(slice->drain, MAX(2 * half, slice->value));
+}
+
+static void test_drain_shared_without_a_held_slice(void **s) {
+        drain_without_a_held_slice(false);
+}
+
+static void test_drain_shared_without_a_superseded_slice(void **s) {
+        drain_without_a_held_slice(true);
 }
 
 /* Two protected cgroups on one device, a writer cappable for one of them only: both come to one level
@@ -1366,6 +1381,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level, setup),
                 cmocka_unit_test_setup(test_guard_is_shared_by_all_writers, setup),
                 cmocka_unit_test_setup(test_drain_shared_without_a_held_slice, setup),
+                cmocka_unit_test_setup(test_drain_shared_without_a_superseded_slice, setup),
                 cmocka_unit_test_setup(test_guard_level_is_the_same_for_every_protected_cgroup, setup),
                 cmocka_unit_test_setup(test_guard_steps_down_once_at_most, setup),
                 cmocka_unit_test_setup(test_guard_lifts_once_the_protected_cgroup_is_idle, setup),

@@ -121,12 +121,21 @@ svc_run() {
 }
 svc_ok() { grep -q '^tps = ' "/tmp/pgbench-$1.out" && { [ -z "$pg2cg" ] || grep -q '^tps = ' "/tmp/pgbench2-$1.out"; }; }
 svc_summary() { summary "$1"; }
-svc_warm() {
-    [ -z "$pg2cg" ] || in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T 4 postgres \
-        > /dev/null 2>&1 &
-    in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T 4 postgres > /dev/null 2>&1
-    wait
+# warm SECS: an uncounted pgbench run against each database at once (only
+# its own child is waited for: the daemon runs in the background too)
+warm() {
+    local p2=
+    if [ -n "$pg2cg" ]; then
+        in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T "$1" postgres \
+            > /dev/null 2>&1 &
+        p2=$!
+    fi
+    in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T "$1" postgres > /dev/null 2>&1
+    local rc=$?
+    [ -z "$p2" ] || wait "$p2" || rc=1
+    return $rc
 }
+svc_warm() { warm 4; }
 
 # pgbench_run NAME: one pgbench run of $secs in the database's cgroup,
 # its per-transaction log under /tmp/pgb-NAME.*; with a second database,
@@ -157,15 +166,18 @@ self_load_start() {
     [ "$self_write" = yes ] || return 0
     rm -f /tmp/self-stop "/tmp/self-$1" "/tmp/selfcap-$1"
     (while [ ! -e /tmp/self-stop ]; do
-         pg -c "INSERT INTO mdr_bulk SELECT g, repeat('b', 1000) FROM generate_series(1, 8192) g" || break
+         pg -c "INSERT INTO mdr_bulk SELECT g, repeat('b', 1000) FROM generate_series(1, 8192) g" 2>> "/tmp/self-err-$1" ||
+             { echo "$1: an INSERT of the database's own load failed" >> /tmp/self-errors; break; }
          echo 8 >> "/tmp/self-$1"
      done) &
     self_pids=$!
-    (local line
+    (local line f
      while [ ! -e /tmp/self-stop ]; do
-         while read -r line; do
-             [[ $line == "$devno "*wbps=[0-9]* ]] && echo "$line" > "/tmp/selfcap-$1"
-         done < "$pgcg/io.max"
+         for f in "$pgcg/io.max" ${pg2cg:+"$pg2cg/io.max"}; do
+             while read -r line; do
+                 [[ $line == "$devno "*wbps=[0-9]* ]] && echo "${f%/io.max}: $line" > "/tmp/selfcap-$1"
+             done < "$f"
+         done
          sleep 0.2
      done) &
     self_pids="$self_pids $!"
@@ -249,11 +261,7 @@ pgup=1
 
 # A first run, not counted: the server creates its first WAL segments
 # (16 MiB each, written and synced) here, where later runs recycle them.
-[ -z "$pg2cg" ] || in_cgroup "$pg2cg" "$pgbin/pgbench" -h "$sock2" -U postgres -n -c "$clients" -j 2 -T 12 postgres \
-    > /dev/null 2>&1 &
-in_cgroup "$pgcg" "$pgbin/pgbench" -h "$sock" -U postgres -n -c "$clients" -j 2 -T 12 postgres > /dev/null 2>&1 ||
-    fail "the warm-up run of pgbench"
-wait
+warm 12 || fail "the warm-up run of pgbench"
 
 echo "== pgbench alone"
 run_case alone none
@@ -277,8 +285,10 @@ fi
 if [ "$self_write" = yes ]; then
     echo "== the database's own load (MiB of rows written in each run):" \
         "$(for c in $cases; do printf '%s %s, ' "$c" "$(awk '{ s += $1 } END { print s + 0 }' "/tmp/self-$c" 2> /dev/null)"; done)"
-    check "the protected database's own io.max was never capped" \
+    check "the protected databases' io.max were never capped" \
         test -z "$(cat /tmp/selfcap-* 2> /dev/null)"
+    check "every INSERT of the database's own load succeeded" test ! -s /tmp/self-errors
+    [ ! -s /tmp/self-errors ] || sed 's/^/       /' /tmp/self-errors
 fi
 
 as_pg "$pgbin/pg_ctl" -D "$mnt/pgdata" -m fast -w stop > /dev/null || fail "stopping the server"

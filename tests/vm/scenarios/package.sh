@@ -9,10 +9,11 @@
 # applies an edited policy file. The hardened sandbox keeps the daemon's
 # features working: a PressureTarget= policy arms a PSI trigger, every
 # actuator applies and is put back (scenarios/unit-actuators.sh: writeback
-# in /home, /tmp and a PrivateTmp= /tmp among them), and a protected victim
-# beside a bulk writer gets the writer's io.max capped. The README's main job
-# (scenarios/demo.sh) runs against the installed package, as
-# `tools/main-job --package` runs it. `apt-get purge`, run while that cap is
+# in /home, /tmp and a PrivateTmp= /tmp among them; in trixie's root only),
+# and a protected victim beside a bulk writer gets the writer's io.max
+# capped. The README's main job (scenarios/demo.sh) runs against the
+# installed package, as `tools/main-job --package` runs it (in the host's
+# root only). `apt-get purge`, run while that cap is
 # in place, removes everything and leaves every cgroup's memory.high and
 # io.max as they were before the install.
 #   tests/vm/build-deb -- tests/vm/vmtest package     (meson test vm-package)
