@@ -40,6 +40,9 @@
 #     each order
 #   MDR_SVC_SECS=24    length of each run
 #   MDR_SVC_TREE_FILES=300
+#   MDR_SVC_SHORT=yes  the suite's short form (scenarios/service.sh,
+#     bench-service-lib.sh): 10 s runs, cp first, kernel and mdreclaimd only,
+#     with checks
 #
 # What is measured: commits/s over the run, p50, p99 and max of the
 # transactions' latencies, the worst whole second's commits; the writer's
@@ -78,7 +81,12 @@ bench_fs "$1"
 holdpid=
 echo "==== $fs ($dev, $devno): SQLite commit loop, ${secs} s a run, beside $writer_kind; order $order"
 
-learn_device
+if [ "$short" = no ]; then
+    learn_device
+else
+    rm -f /tmp/devices-learnt
+    note "short form: the daemon starts with no learnt capacity, as after an install"
+fi
 
 local t0 dir=$mnt/sqlite
 db=$dir/bench.db
@@ -89,7 +97,8 @@ mkdir -p "$dir"
 in_cgroup "$svccg" "$sq" "$db" hold 2> /dev/null &
 holdpid=$!
 # The first run, not counted: the WAL grows to its steady size here.
-in_cgroup "$svccg" "$sq" "$db" 8 > /tmp/sq-first.out 2>&1 || fail "the first, uncounted run"
+in_cgroup "$svccg" "$sq" "$db" "$([ "$short" = yes ] && echo 4 || echo 8)" > /tmp/sq-first.out 2>&1 ||
+    fail "the first, uncounted run"
 check "the service holds the database in /mdr-sqlite" grep -q . "$svccg/cgroup.procs"
 note "made and first run ($(cat /tmp/sq-first.out)) in $(since "$t0") s; the WAL is" \
     "$(($(stat -c %s "$db-wal") / 1024)) KiB"
@@ -100,8 +109,10 @@ run_case alone none
 writer_cases
 
 # The database alone again: how far the figure moved over the boot.
-echo "== the commit loop alone, again"
-run_case alone-end none
+if [ "$short" = no ]; then
+    echo "== the commit loop alone, again"
+    run_case alone-end none
+fi
 
 echo
 echo "== results, $fs, order $order (one connection, BEGIN; INSERT 200 B; COMMIT, ${secs} s; latency per transaction," \
@@ -109,6 +120,7 @@ echo "== results, $fs, order $order (one connection, BEGIN; INSERT 200 B; COMMIT
     "writer MiB/s = device completed over $writer_kind's run [its own io.stat, counted at dispatch];" \
     "of cap = writer MiB/s / static-72's; cap at = the writer's first io.max cap, after its start)"
 results_table
+[ "$short" = no ] || short_checks
 
 # $holdpid is the shell that waits for the holder: the cgroup's own kill
 # reaches the holder.
