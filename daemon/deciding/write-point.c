@@ -25,17 +25,17 @@ static void note_observed(const PointPlan *plan, WritePointState *state) {
         }
 }
 
-/* How many caps on the device are held on cgroups in view strictly below `w`. */
-static size_t caps_below(const WpCgroup *cg, size_t n, const WritePointState *state, const WpCgroup *w,
+/* How many of the caps on the device are held on cgroups strictly below `w`; `of[k]` is the cgroup in view
+ * of state->caps[k] (NULL: out of view). */
+static size_t caps_below(const WritePointState *state, const WpCgroup *const *of, const WpCgroup *w,
                          uint32_t major, uint32_t minor) {
         size_t below = 0;
 
-        for (size_t k = 0; w && k < state->n_caps; k++) {
+        for (size_t k = 0; k < state->n_caps; k++) {
                 const WpCap *c = &state->caps[k];
-                const WpCgroup *b = c->major == major && c->minor == minor ? wp_find_cgroup(cg, n, c->cgroup_id)
-                                                                            : NULL;
 
-                below += b && b->id != w->id && !streq(b->path, w->path) && cgroup_path_is_below(b->path, w->path);
+                below += of[k] && c->major == major && c->minor == minor && of[k] != w &&
+                         !streq(of[k]->path, w->path) && cgroup_path_is_below(of[k]->path, w->path);
         }
         return below;
 }
@@ -60,29 +60,34 @@ static size_t caps_below(const WpCgroup *cg, size_t n, const WritePointState *st
  */
 static void drain_rates(const WpCgroup *cg, size_t n, const WpDevice *dev, size_t n_dev,
                         const WritePointState *state, PointPlan *plan) {
+        /* Each cap's cgroup and how many caps stand below it, once a tick: a plan may hold hundreds of
+         * caps' actions, and each counts the caps on its device. */
+        const WpCgroup *of[WP_CAPS_MAX];
+        size_t below[WP_CAPS_MAX];
+
+        for (size_t k = 0; k < state->n_caps; k++)
+                of[k] = wp_find_cgroup(cg, n, state->caps[k].cgroup_id);
+        for (size_t k = 0; k < state->n_caps; k++)
+                below[k] = of[k] && of[k]->above_writers ?
+                        caps_below(state, of, of[k], state->caps[k].major, state->caps[k].minor) : 0;
         for (size_t i = 0; i < plan->n; i++) {
                 PointAction *a = &plan->actions[i];
                 const WpDevice *d;
-                const WpCgroup *w;
-                size_t writers = 0, shares;
+                size_t writers = 0, shares = 1;
 
                 if (a->kind != PA_SET_CAP)
                         continue;
                 d = wp_find_device(dev, n_dev, a->major, a->minor);
                 for (size_t k = 0; k < state->n_caps; k++) {
-                        const WpCap *c = &state->caps[k];
-                        const WpCgroup *o;
-
-                        if (c->major != a->major || c->minor != a->minor)
+                        if (state->caps[k].major != a->major || state->caps[k].minor != a->minor)
                                 continue;
-                        o = wp_find_cgroup(cg, n, c->cgroup_id);
-                        writers += !(o && o->above_writers && caps_below(cg, n, state, o, c->major, c->minor));
+                        writers += below[k] == 0;
+                        if (state->caps[k].cgroup_id == a->cgroup_id && below[k])
+                                shares = below[k];
                 }
-                w = wp_find_cgroup(cg, n, a->cgroup_id);
-                shares = w && w->above_writers ? MAX(caps_below(cg, n, state, w, a->major, a->minor), (size_t) 1) : 1;
-                a->drain = d && d->capacity ?
-                        MAX(d->capacity / 10 * 9 / MAX(writers, (size_t) 1) * MIN(shares, MAX(writers, (size_t) 1)),
-                            a->value) : 0;
+                writers = MAX(writers, (size_t) 1);
+                a->drain = d && d->capacity ? MAX(d->capacity / 10 * 9 / writers * MIN(shares, writers), a->value)
+                                            : 0;
         }
 }
 
