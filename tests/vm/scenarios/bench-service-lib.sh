@@ -29,8 +29,7 @@
 # those two need vmtest --mem 2560.
 #
 # SHORT=yes is the suite's short form (scenarios/service.sh): runs of 10 s
-# (SECS), the writer first, the cases kernel and mdreclaimd only, the daemon
-# starting without a learnt capacity (as after an install), and
+# (SECS), the writer first, the cases kernel and mdreclaimd only, and
 # short_checks.
 
 bench_knob() { local v="MDR_${bench_prefix}_$1" w="MDR_WP_${bench_prefix}_$1"; echo "${!v:-${!w:-$2}}"; }

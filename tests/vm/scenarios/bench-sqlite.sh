@@ -81,12 +81,7 @@ bench_fs "$1"
 holdpid=
 echo "==== $fs ($dev, $devno): SQLite commit loop, ${secs} s a run, beside $writer_kind; order $order"
 
-if [ "$short" = no ]; then
-    learn_device
-else
-    rm -f /tmp/devices-learnt
-    note "short form: the daemon starts with no learnt capacity, as after an install"
-fi
+learn_device
 
 local t0 dir=$mnt/sqlite
 db=$dir/bench.db
