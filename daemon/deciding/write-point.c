@@ -63,8 +63,12 @@ static void drain_rates(const WpCgroup *cg, size_t n, const WpDevice *dev, size_
         /* Each cap's cgroup and how many caps stand below it, once a tick: a plan may hold hundreds of
          * caps' actions, and each counts the caps on its device. */
         const WpCgroup *of[WP_CAPS_MAX];
-        size_t below[WP_CAPS_MAX];
+        size_t below[WP_CAPS_MAX], set = 0;
 
+        for (size_t i = 0; i < plan->n; i++)
+                set += plan->actions[i].kind == PA_SET_CAP;
+        if (set == 0)
+                return;
         for (size_t k = 0; k < state->n_caps; k++)
                 of[k] = wp_find_cgroup(cg, n, state->caps[k].cgroup_id);
         for (size_t k = 0; k < state->n_caps; k++)

@@ -94,6 +94,7 @@ sock=/tmp/mdr-pgsock sock2=/tmp/mdr-pgsock2
 pg() { "$pgbin/psql" -h "$sock" -U postgres -d postgres -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 bench_setup mdr-pg
+[ "$short" = no ] || fatal "MDR_PG_SHORT: only bench-sqlite has a short form (scenarios/service.sh)"
 pgcg=$svccg pg2cg=
 if [ "$second" = yes ]; then
     pg2cg=$(new_cgroup mdr-pg2) || fatal "cannot create the second database's cgroup"

@@ -367,22 +367,25 @@ results_table() {
 # mdreclaimd with only the service protected, the writer first. The bounds
 # are wide, for a loaded machine; the kernel alone meets none of the first
 # three (its worst transaction beside cp is 7-22 s in the benchmarks, its
-# rate 1-10 % of the service's alone, the daemon's 0.3-0.6 s and 50-90 %).
+# rate 1-10 % of the service's alone, the daemon's 0.2-0.6 s and 40-90 %).
+# The writer's rate is its own (io.stat), not the device's, which counts
+# the service's writes too; held to GuardRate and a stall's step under it,
+# it keeps about 60 % of what it wrote with the kernel alone.
 short_checks() {
     local k_rate k_max d_rate d_max k_w d_w cap
     read -r k_rate _ _ k_max _ _ < /tmp/sum-kernel
     read -r d_rate _ _ d_max _ _ < /tmp/sum-mdreclaimd
-    read -r k_w _ < /tmp/wrate-kernel
-    read -r d_w _ < /tmp/wrate-mdreclaimd
-    cap=$(cat /tmp/firstcap-mdreclaimd)
+    read -r _ k_w < /tmp/wrate-kernel
+    read -r _ d_w < /tmp/wrate-mdreclaimd
+    cap=$(cat /tmp/firstcap-mdreclaimd 2> /dev/null)
     ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
-    check "mdreclaimd capped the writer, unconfigured, for the protected service (first cap $cap s after its start)" \
-        test "$cap" != -
-    check "the service's worst transaction beside mdreclaimd is under 2 s ($d_max ms; the kernel alone $k_max ms)" \
-        ge 2000 "$d_max"
+    check "mdreclaimd capped the writer, unconfigured, for the protected service (first cap ${cap:-?} s after its start)" \
+        test -n "$cap" -a "$cap" != -
+    check "the service's worst transaction beside mdreclaimd is under 2 s (${d_max:-?} ms; the kernel alone ${k_max:-?} ms)" \
+        awk -v m="$d_max" 'BEGIN { exit !(m + 0 > 0 && m + 0 < 2000) }'
     check "its $svc_unit beside mdreclaimd is at least 3 times the kernel alone's ($d_rate against $k_rate)" \
         ge "$d_rate" "$(awk -v k="$k_rate" 'BEGIN { print 3 * k }')"
-    check "the writer beside mdreclaimd completes at least half the kernel alone's rate ($d_w against $k_w MiB/s)" \
-        ge "$d_w" "$(awk -v k="$k_w" 'BEGIN { print k / 2 }')"
+    check "the writer's own rate beside mdreclaimd is at least 40 % of the kernel alone's ($d_w against $k_w MiB/s, io.stat)" \
+        ge "$d_w" "$(awk -v k="$k_w" 'BEGIN { print k * 0.4 }')"
     check "the daemon logged no error" test -z "$(grep -E '^<[0-3]>' /tmp/daemon.log)"
 }
