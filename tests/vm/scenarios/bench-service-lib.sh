@@ -357,7 +357,6 @@ results_table() {
             wcol = wr == "-" ? "-" : sprintf("%.2f [%.2f]", wr, wo)
             printf "%-18s %8.1f %8.1f %8.1f %9.1f %8.1f %6.0f%% %18s %7s %7s\n", c, t, p50, p99, mx, w1, (a > 0 ? 100 * t / a : 0), wcol, ws, (fc == "-" ? "-" : fc " s") }'
     done
-    [ -s /tmp/wrate-writer-kernel ] || return 0
     awk -v a="$(cat /tmp/wrate-writer-kernel)" -v b="$(cat /tmp/wrate-writer-mdreclaimd)" -v w="$writer_kind" 'BEGIN {
         printf "%s alone (no service): kernel %.2f MiB/s, with mdreclaimd %.2f MiB/s (%.0f%%); static cap %.2f MiB/s\n",
             w, a, b, (a > 0 ? 100 * b / a : 0), '"$cap72"' / 1048576 }'
