@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "util.h"
@@ -13,11 +14,16 @@
 #define UNIT_INTERFACE "org.freedesktop.systemd1.Unit"
 #define SYSTEMD_NAME "org.freedesktop.systemd1"
 #define BUS_DRIVER_NAME "org.freedesktop.DBus"
+/* The service manager's own socket (root's alone): what systemctl speaks to as root. */
+#define MANAGER_PRIVATE_ADDRESS "unix:path=/run/systemd/private"
+#define PROPERTIES_MATCH "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'," \
+        "path_namespace='" UNIT_PATH_PREFIX "',arg0='" UNIT_INTERFACE "'"
 
 struct UnitWatch {
         sd_bus *bus;
         sd_bus_slot *match, *subscribe, *disconnected, *owner_match, *owner_call;
         char *systemd;                  /* the unique name that owns SYSTEMD_NAME; NULL: none known */
+        bool direct;                    /* connected to the manager itself: its peer is systemd */
         bool refusal_said;              /* a signal not from systemd was logged once */
         UnitStateFn fn;
         void *userdata;
@@ -125,7 +131,7 @@ static int on_properties(sd_bus_message *m, void *userdata, sd_bus_error *error)
         UnitState state;
         int r;
 
-        if (!unit_watch_from_systemd(m, w->systemd)) {
+        if (!w->direct && !unit_watch_from_systemd(m, w->systemd)) {
                 say_refused(w, m);
                 return 0;
         }
@@ -174,20 +180,55 @@ static int on_owner_reply(sd_bus_message *m, void *userdata, sd_bus_error *error
 static int on_subscribed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         const sd_bus_error *e = sd_bus_message_get_error(m);
 
+        UnitWatch *w = userdata;
+
         if (e)
                 log_notice("systemd refused the subscription to its units' changes (%s); throttles on a "
                            "stopping unit are lifted only once its cgroup is empty", e->message ?: e->name);
         else
-                log_info("Watching systemd's units on the system bus: a stopping unit's throttles go as it stops");
+                log_info("Watching systemd's units %s: a stopping unit's throttles go as it stops",
+                         w->direct ? "on its own socket" : "on the system bus");
         return 0;
 }
 
 static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitWatch *w = userdata;
 
-        log_notice("The system bus went away; throttles on a stopping unit are lifted only once its cgroup is empty");
+        log_notice("%s went away; throttles on a stopping unit are lifted only once its cgroup is empty",
+                   w->direct ? "The connection to systemd" : "The system bus");
         /* No word will come that the units stopping now are gone or back: forget them all. */
         w->fn(NULL, UNIT_STATE_STOPPED, w->userdata);
+        return 0;
+}
+
+/*
+ * A connection to the service manager itself, as root's systemctl has: no
+ * broker between, so nobody else can speak on it, and systemd's word on a
+ * unit comes straight from it (the broker is one process more to wake before
+ * the daemon hears of a stop, while systemd races to remove the cgroup).
+ * systemd sends its units' changes to every such connection unasked.
+ */
+static int open_manager(sd_bus **ret) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        struct ucred peer = {};
+        socklen_t len = sizeof(peer);
+        int r;
+
+        r = sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        (void) sd_bus_set_description(bus, "mdreclaimd-units");
+        r = sd_bus_set_address(bus, MANAGER_PRIVATE_ADDRESS);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        /* Whoever listens there must be root's (the manager's directory and socket are). */
+        if (getsockopt(sd_bus_get_fd(bus), SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+                return negative_errno();
+        if (peer.uid != 0)
+                return -EPERM;
+        *ret = TAKE_PTR(bus);
         return 0;
 }
 
@@ -195,13 +236,18 @@ int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **
         sd_bus *bus = NULL;
         int r;
 
+        r = open_manager(&bus);
+        if (r >= 0)
+                return unit_watch_new_on_bus(bus, true, event, fn, userdata, ret);
+        log_debug_errno(r, "Cannot connect to systemd's own socket (%m): its units are watched on the system bus");
         r = sd_bus_open_system_with_description(&bus, "mdreclaimd-units");
         if (r < 0)
                 return r;
-        return unit_watch_new_on_bus(bus, event, fn, userdata, ret);
+        return unit_watch_new_on_bus(bus, false, event, fn, userdata, ret);
 }
 
-int unit_watch_new_on_bus(sd_bus *bus, sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
+int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn fn, void *userdata,
+                          UnitWatch **ret) {
         _cleanup_free_ UnitWatch *w = calloc(1, sizeof(UnitWatch));
         int r;
 
@@ -212,27 +258,28 @@ int unit_watch_new_on_bus(sd_bus *bus, sd_event *event, UnitStateFn fn, void *us
         w->fn = fn;
         w->userdata = userdata;
         w->bus = bus;
+        w->direct = direct;
         /* Never exit or block on it: the daemon works without. No flush at the loop's exit either:
          * a bus still connecting would hold the stop (and the throttles' restore) for its timeouts. */
         (void) sd_bus_set_exit_on_disconnect(w->bus, false);
         (void) sd_bus_set_close_on_exit(w->bus, false);
-        /* Who systemd is on this bus, before anything it says is listened to: the match on its name's
-         * changes first, then the question, so that the last of the two to arrive is the newest. */
-        r = sd_bus_add_match_async(w->bus, &w->owner_match,
+        /* Who systemd is on a broker's bus, before anything it says is listened to: the match on its
+         * name's changes first, then the question, so that the last of the two to arrive is the newest.
+         * A direct connection has one peer, the manager, and no broker to ask. */
+        r = direct ? 0 : sd_bus_add_match_async(w->bus, &w->owner_match,
                                    "type='signal',sender='" BUS_DRIVER_NAME "',path='/org/freedesktop/DBus',"
                                    "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
                                    "arg0='" SYSTEMD_NAME "'",
                                    on_owner_signal, NULL, w);
-        if (r >= 0)
+        if (r >= 0 && !direct)
                 r = sd_bus_call_method_async(w->bus, &w->owner_call, BUS_DRIVER_NAME, "/org/freedesktop/DBus",
                                              "org.freedesktop.DBus", "GetNameOwner", on_owner_reply, w, "s",
                                              SYSTEMD_NAME);
         if (r >= 0)
-                r = sd_bus_add_match_async(w->bus, &w->match,
-                                   "type='signal',sender='org.freedesktop.systemd1',"
-                                   "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                                   "path_namespace='" UNIT_PATH_PREFIX "',arg0='" UNIT_INTERFACE "'",
-                                   on_properties, NULL, w);
+                /* The sender is the broker's word (none on a direct connection). */
+                r = sd_bus_add_match_async(w->bus, &w->match, direct ? PROPERTIES_MATCH :
+                                           "sender='" SYSTEMD_NAME "'," PROPERTIES_MATCH,
+                                           on_properties, NULL, w);
         if (r >= 0)
                 r = sd_bus_match_signal(w->bus, &w->disconnected, "org.freedesktop.DBus.Local", NULL,
                                         "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, w);

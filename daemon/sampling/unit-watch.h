@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * systemd's word that a unit is stopping, from its PropertiesChanged signals
- * on the system bus (after Subscribe()). A stopping unit's cgroup is about to
- * empty and be removed: a throttle still on it then outlives it, so the
+ * systemd's word that a unit is stopping, from its PropertiesChanged signals:
+ * on a direct connection to the manager's own socket (/run/systemd/private,
+ * root's; systemd sends its units' changes there unasked), or on the system
+ * bus after Subscribe() where that socket cannot be reached. A stopping
+ * unit's cgroup is about to empty and be removed: a throttle still on it then
+ * outlives it, so the
  * actuator lifts them as the stop begins rather than when the last process is
  * gone, which races with systemd's own removal of the cgroup.
  *
- * Only systemd's own broadcasts are believed: any client of the bus may send
+ * On the direct connection systemd is the only peer. On the system bus, only
+ * systemd's own broadcasts are believed: any client of the bus may send
  * a signal to the daemon by name, and the broker hands it over whatever the
  * match rules say. The watch keeps the unique name that owns
  * org.freedesktop.systemd1 (asked at start, then followed through the
@@ -35,10 +39,19 @@ typedef void (*UnitStateFn)(const char *unit, UnitState state, void *userdata);
 
 typedef struct UnitWatch UnitWatch;
 
-/* Connects to the system bus and subscribes; -errno when there is no bus to watch (the caller goes on without). */
+/*
+ * Connects to systemd's own socket (root's), or failing that to the system
+ * bus, and subscribes; -errno when there is neither (the caller goes on
+ * without).
+ */
 int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret);
-/* The same on `bus`, which it takes over (and closes on failure): a connection to a bus broker, started. */
-int unit_watch_new_on_bus(sd_bus *bus, sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret);
+/*
+ * The same on `bus`, started, which it takes over (and closes on failure):
+ * a direct connection to the manager (`direct`: every message on it is
+ * systemd's), or one to a bus broker (only systemd's broadcasts are taken).
+ */
+int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn fn, void *userdata,
+                          UnitWatch **ret);
 UnitWatch *unit_watch_free(UnitWatch *w);
 
 /*

@@ -219,6 +219,8 @@ typedef struct Broker {
         const char *systemd;    /* who owns org.freedesktop.systemd1 when asked; NULL: nobody */
         bool subscribed;        /* Subscribe was called */
         bool owner_asked;       /* GetNameOwner was answered */
+        bool direct;            /* the server is the manager itself, not a broker */
+        unsigned matches;       /* AddMatch calls */
         unsigned calls;         /* the unit callback's calls */
         char unit[64];
         UnitState state;
@@ -251,14 +253,18 @@ static int on_call(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 else if (streq(member, "GetNameOwner"))
                         assert_true(sd_bus_message_append(reply, "s", b->systemd) >= 0);
         }
-        assert_true(sd_bus_message_set_sender(reply, streq(member, "Subscribe") ? SYSTEMD
-                                                                                 : "org.freedesktop.DBus") >= 0);
+        /* The manager's own socket has no broker to fill in a sender. */
+        if (!b->direct)
+                assert_true(sd_bus_message_set_sender(reply, streq(member, "Subscribe") ? SYSTEMD
+                                                                                         : "org.freedesktop.DBus") >= 0);
         assert_true(sd_bus_send(b->server, reply, NULL) >= 0);
         sd_bus_message_unref(reply);
         if (streq(member, "Subscribe"))
                 b->subscribed = true;
         if (streq(member, "GetNameOwner"))
                 b->owner_asked = true;
+        if (streq(member, "AddMatch"))
+                b->matches++;
         return 1;
 }
 
@@ -274,12 +280,12 @@ static void settle(Broker *b) {
                 assert_true(sd_event_run(b->event, 5 * 1000) >= 0);
 }
 
-static void broker_start(Broker *b, const char *systemd) {
+static void server_start(Broker *b, const char *systemd, bool direct) {
         sd_bus *client = NULL;
         sd_id128_t id;
         int fds[2];
 
-        *b = (Broker) { .systemd = systemd };
+        *b = (Broker) { .systemd = systemd, .direct = direct };
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds), 0);
         assert_int_equal(sd_event_new(&b->event), 0);
         assert_int_equal(sd_id128_randomize(&id), 0);
@@ -292,13 +298,18 @@ static void broker_start(Broker *b, const char *systemd) {
         assert_true(sd_bus_attach_event(b->server, b->event, 0) >= 0);
         assert_int_equal(sd_bus_new(&client), 0);
         assert_int_equal(sd_bus_set_fd(client, fds[0], fds[0]), 0);
-        assert_int_equal(sd_bus_set_bus_client(client, 1), 0);
+        assert_int_equal(sd_bus_set_bus_client(client, !direct), 0);
         assert_int_equal(sd_bus_set_anonymous(client, 1), 0);
         assert_true(sd_bus_start(client) >= 0);
-        assert_int_equal(unit_watch_new_on_bus(client, b->event, on_unit, b, &b->watch), 0);
+        assert_int_equal(unit_watch_new_on_bus(client, direct, b->event, on_unit, b, &b->watch), 0);
         run_until(b, &b->subscribed);
-        assert_true(b->owner_asked);
         assert_true(b->subscribed);
+        /* A broker is asked who systemd is; the manager's own socket has nobody else to ask about. */
+        assert_true(b->owner_asked == !direct);
+}
+
+static void broker_start(Broker *b, const char *systemd) {
+        server_start(b, systemd, false);
 }
 
 static void broker_stop(Broker *b) {
@@ -412,6 +423,39 @@ static void test_forged_disconnect_ignored(void **state) {
         broker_stop(&b);
 }
 
+/*
+ * On the manager's own socket (root's) systemd is the only peer: its
+ * signals carry no sender, as no broker fills one in, and are taken; the
+ * matches stay in the daemon (no broker to send them to).
+ */
+static void test_direct_connection(void **state) {
+        sd_bus_message *m = NULL;
+        Broker b;
+
+        server_start(&b, NULL, true);
+        assert_int_equal(b.matches, 0);
+        assert_int_equal(sd_bus_message_new_signal(b.server, &m, "/org/freedesktop/systemd1/unit/db_2eservice",
+                                                   "org.freedesktop.DBus.Properties", "PropertiesChanged"), 0);
+        assert_true(sd_bus_message_append(m, "sa{sv}as", "org.freedesktop.systemd1.Unit", 1, "ActiveState", "s",
+                                          "deactivating", 0) >= 0);
+        assert_true(sd_bus_send(b.server, m, NULL) >= 0);
+        sd_bus_message_unref(m);
+        settle(&b);
+        assert_int_equal(b.calls, 1);
+        assert_string_equal(b.unit, "db.service");
+        assert_int_equal(b.state, UNIT_STATE_STOPPING);
+        /* Another object's change, or another interface's, says nothing. */
+        assert_int_equal(sd_bus_message_new_signal(b.server, &m, "/org/freedesktop/systemd1/job/7",
+                                                   "org.freedesktop.DBus.Properties", "PropertiesChanged"), 0);
+        assert_true(sd_bus_message_append(m, "sa{sv}as", "org.freedesktop.systemd1.Job", 1, "State", "s",
+                                          "running", 0) >= 0);
+        assert_true(sd_bus_send(b.server, m, NULL) >= 0);
+        sd_bus_message_unref(m);
+        settle(&b);
+        assert_int_equal(b.calls, 1);
+        broker_stop(&b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_stopping_unit, setup, teardown),
@@ -424,6 +468,7 @@ int main(void) {
                 cmocka_unit_test(test_trust_follows_the_owner),
                 cmocka_unit_test(test_no_owner_at_start),
                 cmocka_unit_test(test_forged_disconnect_ignored),
+                cmocka_unit_test(test_direct_connection),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,9 @@
 # drain: noted as a lost race, below); the lift at "deactivating" is a second
 # signal beside cgroup.events, but systemd sends it on the bus as it kills, so
 # it comes no earlier: it came first in seven runs on a busy host, second in
-# a quiet CI run.
+# a quiet CI run. Heard on systemd's own socket since (no broker to wake),
+# it came first in 9 of 18 stops of a probe under four CPU hogs, all lifted
+# before the rmdir; both can still come after it (ci43), said as a lost race.
 # Run it by hand:
 #   MDRECLAIMD=build/daemon/mdreclaimd MDCTL=build/cli/mdctl tests/vm/vmtest operator
 . "$(dirname "$0")/lib.sh"
@@ -341,12 +343,22 @@ lifted_for_stop() {
 # race lost, told apart from a daemon that did nothing, and from one that heard
 # late: it must still have acted within 1 s of the command, as every other
 # bound here. Nothing the daemon can do reaches a removed cgroup's io.max.
-race_ms() {
+failed_ms() {
     journalctl -u mdreclaimd.service -b --no-pager -o json --since "@$(( t_stop / 1000000 ))" |
         jq -r --arg c "$c" --argjson t "$t_stop" \
             'select((.MESSAGE | type) == "string" and (.MESSAGE | test($c + ": cannot (raise io.max to drain, lifted instead|lift io.max): (No such file or directory|No such device)"))) |
              ((.__REALTIME_TIMESTAMP | tonumber) - $t) / 1000 | floor' | head -n 1
 }
+# Or it heard of neither the stop nor the emptying before the rmdir: its first
+# word on the cgroup is then that it is gone (ci43: 354 ms after the command,
+# the rmdir seen at 400 ms; the two words come from systemd's own loop and the
+# kernel at the writer's death, so a starved guest can schedule the daemon
+# after systemd's removal). Its event, from its own clock.
+gone_ms() {
+    events_of "$c" cgroup-gone |
+        jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t) | ((.realtime_usec - $t) / 1000) | floor' | head -n 1
+}
+race_ms() { local ms; ms=$(failed_ms); [ -n "$ms" ] || ms=$(gone_ms); echo "$ms"; }
 lost_race() { [ -n "$(race_ms)" ]; }
 # The daemon's word on the stop may reach the journal and its event log a
 # moment after the cgroup is gone: up to 3 s for either.
@@ -370,8 +382,12 @@ no_cap_gone() {
 race=won
 if ! lifted_for_stop && lost_race; then
     race=lost
-    note "RACE LOST: the daemon acted on the stop $(race_ms) ms after it, when systemd had removed the cgroup (gone at ${removed_ms} ms as this loop saw it): its io.max write found no file, the cap went with the cgroup"
-    check_cmp "the daemon acted on the unit's stop within 1 s, though the cgroup was already gone (ms)" "$(race_ms)" -le 1000
+    if [ -n "$(failed_ms)" ]; then
+        note "RACE LOST: the daemon acted on the stop $(race_ms) ms after it, when systemd had removed the cgroup (gone at ${removed_ms} ms as this loop saw it): its io.max write found no file, the cap went with the cgroup"
+    else
+        note "RACE LOST: the daemon's first word after the stop was the cgroup gone, $(race_ms) ms after it (gone at ${removed_ms} ms as this loop saw it): systemd removed it before the daemon ran, the cap went with it"
+    fi
+    check_cmp "the daemon acted on the unit's stop, or saw its cgroup gone, within 1 s (ms)" "$(race_ms)" -le 1000
 else
     check "the daemon lifted the cap as the unit stopped (lift-cap to max, or drain-cap to >= 3/4 of the disk)" lifted_for_stop
     check "no io.max cap under the drain rate went with the cgroup (cgroup-gone)" no_cap_gone
