@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
+#include "blkthrottle.h"
 #include "conf-file.h"
 #include "history-record.h"
 #include "manager-cgroups.h"
@@ -713,9 +714,38 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
         return 0;
 }
 
+/*
+ * io.max's throttling readied on every disk now, while nothing waits on the
+ * loop: since Linux 6.9 the first io.max write naming a disk freezes its
+ * queue until every request in flight is done (blkthrottle.h), and that
+ * first write would otherwise be a cap, on the disk that is saturated.
+ */
+static void prime_io_throttling(Manager *m) {
+        BlkThrottlePrimed p;
+        int r;
+
+        if (!m->observer->root->is_cgroup2 || m->observer->host->sys_fd < 0)
+                return;
+        r = blkthrottle_prime(m->observer->host->sys_fd, m->observer->root->fd, &p);
+        if (r == -ENOENT) {
+                log_debug("No cgroup below %s has io.max: no disk's throttling to ready", m->observer->root->path);
+                return;
+        }
+        if (r < 0) {
+                log_full_errno(LOG_NOTICE, r, "Cannot ready io.max's throttling on the disks (%m): the first cap on a disk "
+                                 "may wait for its queue to drain");
+                return;
+        }
+        log_full_errno(p.slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
+                 "io.max's throttling readied on %zu disks through /%s/io.max (%zu refused); the slowest, "
+                 "%" PRIu32 ":%" PRIu32 ", took %" PRIu64 " ms", p.disks, p.target, p.failed, p.slowest_major,
+                 p.slowest_minor, p.slowest_usec / USEC_PER_MSEC);
+}
+
 int manager_run(Manager *m) {
         int r;
 
+        prime_io_throttling(m);
         r = manager_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "First scan of %s failed: %m", m->observer->root->path);
@@ -730,14 +760,18 @@ int manager_run(Manager *m) {
                  trigger_set_armed(&m->triggers), m->config->daemon.interval_usec / USEC_PER_MSEC);
         (void) sd_notify(false, "READY=1");
         r = sd_event_loop(m->event);
+        m->stop_began_usec = now_usec(CLOCK_MONOTONIC);
         /* Every worker told to stop before any is waited for: they wait out one 1.5 s together. */
         actuator_stop_jobs(m->actuator);
         queue_depth_stop_jobs(m->queues);
         actuator_restore_all(m->actuator);
         queue_depth_restore_all(m->queues);
+        log_debug("Stop: throttles restored in %" PRIu64 "us", now_usec(CLOCK_MONOTONIC) - m->stop_began_usec);
         if (m->observer->devices.known_changed)
                 (void) devstat_save(&m->observer->devices, m->capacities_file);
         manager_save_history(m, manager_now_usec(m));
+        log_debug("Stop: capacities and history saved %" PRIu64 "us after it began",
+                  now_usec(CLOCK_MONOTONIC) - m->stop_began_usec);
         return r;
 }
 
@@ -749,6 +783,9 @@ Manager *manager_free(Manager *m) {
         actuator_free(m->actuator);
         worker_set_swap_congested(false);
         queue_depth_free(m->queues);
+        if (m->stop_began_usec)
+                log_debug("Stop: the workers joined or abandoned %" PRIu64 "us after it began",
+                          now_usec(CLOCK_MONOTONIC) - m->stop_began_usec);
         sd_event_source_disable_unref(m->tick_source);
         sd_event_source_disable_unref(m->slice_source);
         sd_event_source_disable_unref(m->rescan_source);

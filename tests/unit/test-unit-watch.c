@@ -423,35 +423,35 @@ static void test_forged_disconnect_ignored(void **state) {
         broker_stop(&b);
 }
 
+/* A PropertiesChanged of `path` for `interface` with one string property, as the manager sends it on its socket. */
+static void send_direct(Broker *b, const char *path, const char *interface, const char *key, const char *value) {
+        sd_bus_message *m = NULL;
+
+        assert_int_equal(sd_bus_message_new_signal(b->server, &m, path, "org.freedesktop.DBus.Properties",
+                                                   "PropertiesChanged"), 0);
+        assert_true(sd_bus_message_append(m, "sa{sv}as", interface, 1, key, "s", value, 0) >= 0);
+        assert_true(sd_bus_send(b->server, m, NULL) >= 0);
+        sd_bus_message_unref(m);
+        settle(b);
+}
+
 /*
  * On the manager's own socket (root's) systemd is the only peer: its
  * signals carry no sender, as no broker fills one in, and are taken; the
  * matches stay in the daemon (no broker to send them to).
  */
 static void test_direct_connection(void **state) {
-        sd_bus_message *m = NULL;
         Broker b;
 
         server_start(&b, NULL, true);
         assert_int_equal(b.matches, 0);
-        assert_int_equal(sd_bus_message_new_signal(b.server, &m, "/org/freedesktop/systemd1/unit/db_2eservice",
-                                                   "org.freedesktop.DBus.Properties", "PropertiesChanged"), 0);
-        assert_true(sd_bus_message_append(m, "sa{sv}as", "org.freedesktop.systemd1.Unit", 1, "ActiveState", "s",
-                                          "deactivating", 0) >= 0);
-        assert_true(sd_bus_send(b.server, m, NULL) >= 0);
-        sd_bus_message_unref(m);
-        settle(&b);
+        send_direct(&b, "/org/freedesktop/systemd1/unit/db_2eservice", "org.freedesktop.systemd1.Unit",
+                    "ActiveState", "deactivating");
         assert_int_equal(b.calls, 1);
         assert_string_equal(b.unit, "db.service");
         assert_int_equal(b.state, UNIT_STATE_STOPPING);
         /* Another object's change, or another interface's, says nothing. */
-        assert_int_equal(sd_bus_message_new_signal(b.server, &m, "/org/freedesktop/systemd1/job/7",
-                                                   "org.freedesktop.DBus.Properties", "PropertiesChanged"), 0);
-        assert_true(sd_bus_message_append(m, "sa{sv}as", "org.freedesktop.systemd1.Job", 1, "State", "s",
-                                          "running", 0) >= 0);
-        assert_true(sd_bus_send(b.server, m, NULL) >= 0);
-        sd_bus_message_unref(m);
-        settle(&b);
+        send_direct(&b, "/org/freedesktop/systemd1/job/7", "org.freedesktop.systemd1.Job", "State", "running");
         assert_int_equal(b.calls, 1);
         broker_stop(&b);
 }

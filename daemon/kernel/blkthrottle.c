@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "blkthrottle.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgfs.h"
+#include "fileio.h"
+#include "util.h"
+
+/* io.max of a cgroup with a line per limited disk: 64 disks of about 80 bytes. */
+#define IO_MAX_TEXT_MAX 8192
+
+/* Whether io.max's text names disk major:minor at the start of a line. */
+static bool io_max_lists(const char *text, uint32_t major, uint32_t minor) {
+        char key[32];
+        size_t len = (size_t) snprintf(key, sizeof(key), "%" PRIu32 ":%" PRIu32 " ", major, minor);
+
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, key, len) == 0)
+                        return true;
+        return false;
+}
+
+/* A child of the root with io.max, into name; its text into text. -ENOENT: none. */
+static int find_target(int root_fd, char *name, size_t name_size, char *text, size_t text_size) {
+        DIR *d = opendir_at(root_fd, ".");
+        struct dirent *de;
+        int r = -ENOENT;
+
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                _cleanup_close_ int dfd = -1, fd = -1;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strlen(de->d_name) >= name_size)
+                        continue;
+                dfd = openat(root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0 || kept_read(dfd, "io.max", &fd, text, text_size, NULL) < 0)
+                        continue;
+                memcpy(name, de->d_name, strlen(de->d_name) + 1);
+                r = 0;
+                break;
+        }
+        closedir(d);
+        return r;
+}
+
+/* MAJ:MIN of block/NAME below sys_fd, for a disk with sectors (an empty loop device has none). */
+static bool disk_numbers(int sys_fd, const char *name, uint32_t *major, uint32_t *minor) {
+        _cleanup_close_ int fd = -1, sfd = -1;
+        char path[300], buf[64];
+        unsigned long long size;
+
+        snprintf(path, sizeof(path), "block/%s/dev", name);
+        if (kept_read(sys_fd, path, &fd, buf, sizeof(buf), NULL) < 0 ||
+            sscanf(buf, "%" SCNu32 ":%" SCNu32, major, minor) != 2)
+                return false;
+        snprintf(path, sizeof(path), "block/%s/size", name);
+        return kept_read(sys_fd, path, &sfd, buf, sizeof(buf), NULL) >= 0 && sscanf(buf, "%llu", &size) == 1 &&
+               size > 0;
+}
+
+int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
+        char text[IO_MAX_TEXT_MAX];
+        BlkThrottlePrimed p = {};
+        _cleanup_close_ int target_fd = -1;
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        r = find_target(root_fd, p.target, sizeof(p.target), text, sizeof(text));
+        if (r < 0)
+                return r;
+        target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (target_fd < 0)
+                return negative_errno();
+        d = opendir_at(sys_fd, "block");
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)) && p.disks + p.failed < BLKTHROTTLE_DISKS_MAX) {
+                uint32_t major, minor;
+                char line[48];
+                uint64_t began, took;
+
+                if (de->d_name[0] == '.' || !disk_numbers(sys_fd, de->d_name, &major, &minor))
+                        continue;
+                if (io_max_lists(text, major, minor)) {
+                        p.disks++;
+                        continue;
+                }
+                snprintf(line, sizeof(line), "%" PRIu32 ":%" PRIu32 " wbps=max", major, minor);
+                began = now_usec(CLOCK_MONOTONIC);
+                r = cg_dir_write(target_fd, "io.max", line);
+                took = now_usec(CLOCK_MONOTONIC) - began;
+                if (r < 0) {
+                        p.failed++;
+                        continue;
+                }
+                p.disks++;
+                if (took > p.slowest_usec) {
+                        p.slowest_usec = took;
+                        p.slowest_major = major;
+                        p.slowest_minor = minor;
+                }
+        }
+        closedir(d);
+        *ret = p;
+        return 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * io.max's throttling readied on every disk while the daemon starts, before
+ * it has a cap to write. Since Linux 6.9 the kernel sets that throttling up
+ * for a disk at the first io.max write that names the disk, and freezes the
+ * disk's queue to do it: the write returns once every request in flight has
+ * completed, and no new one starts meanwhile. On an idle disk that is
+ * nothing; on the saturated one a first cap is written for, it is seconds
+ * (6.12 under qemu: 3.6 s, the daemon's loop held that long and the
+ * protected service's own io with it). A write of "MAJ:MIN wbps=max", a
+ * limit that limits nothing, done at start does it while the disks are idle
+ * (at boot), or at least not in the middle of the daemon's work. On older
+ * kernels, where the throttling is always there, it costs one write a disk.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BLKTHROTTLE_DISKS_MAX 64
+
+typedef struct BlkThrottlePrimed {
+        size_t disks;                   /* disks that got the write (or had a limit line already) */
+        size_t failed;                  /* disks whose write the kernel refused */
+        uint32_t slowest_major, slowest_minor;
+        uint64_t slowest_usec;          /* the longest single write */
+        char target[64];                /* the cgroup written to, relative to the root ("" if none) */
+} BlkThrottlePrimed;
+
+/*
+ * Writes "MAJ:MIN wbps=max" for every disk below sys_fd's block/ (whole
+ * disks with a size; at most BLKTHROTTLE_DISKS_MAX) into io.max of one child
+ * of the cgroup root `root_fd` that has the file, for the disks that child's
+ * io.max does not list (a listed one is readied already, and its limit is
+ * someone's: never written). Returns -ENOENT when no child of the root has
+ * io.max (the io controller is not enabled there: nothing can be capped
+ * either), 0 otherwise with what was done in *ret.
+ */
+int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret);
