@@ -433,7 +433,7 @@ void write_runner_run(WriteRunner *w, const PointContext *ctx, uint64_t now) {
 
         for (size_t i = 0; i < o->devices.n; i++) {
                 const DevStat *dv = &o->devices.dev[i];
-                devices[nd++] = (WpDevice) { dv->major, dv->minor, dv->write_rate, dv->capacity };
+                devices[nd++] = (WpDevice) { dv->major, dv->minor, dv->write_rate, devstat_capacity(dv) };
         }
         write_point_decide(cgroups, n, devices, nd, &st, now, &w->state, &plan);
         if (plan.truncated)

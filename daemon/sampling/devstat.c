@@ -81,10 +81,18 @@ DevStat *devstat_want(DevStatTable *t, uint32_t major, uint32_t minor) {
 void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint32_t busy_ppm, bool writes_waiting) {
         uint64_t rate;
 
-        if (busy_ppm < DEVSTAT_BUSY_PPM || span_usec == 0 || (bytes == 0 && !writes_waiting))
+        if (busy_ppm < DEVSTAT_BUSY_PPM || span_usec == 0 || (bytes == 0 && !writes_waiting)) {
+                d->unsaturated_usec += span_usec;
+                if (d->unsaturated_usec >= DEVSTAT_PROVISIONAL_HOLD_USEC)
+                        d->provisional = 0;
                 return;
+        }
+        d->unsaturated_usec = 0;
         d->window_bytes += bytes;
         d->window_usec += span_usec;
+        if (d->capacity == 0 && d->window_usec >= DEVSTAT_PROVISIONAL_USEC &&
+            (rate = rate_per_sec(d->window_bytes, d->window_usec)) >= DEVSTAT_PROVISIONAL_MIN)
+                d->provisional = rate;
         if (d->window_usec < DEVSTAT_CAPACITY_WINDOW_USEC)
                 return;
         rate = rate_per_sec(d->window_bytes, d->window_usec);

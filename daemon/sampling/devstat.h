@@ -24,6 +24,16 @@
  * in bursts between ticks that complete none (btrfs under qemu: 0 and 55-64 MiB/s in turn on a
  * 16 MiB/s disk), so a single tick's rate says little. */
 #define DEVSTAT_CAPACITY_WINDOW_USEC (UINT64_C(2) * 1000 * 1000)
+/* Before a device's first window is whole, the saturated time seen so far gives a first figure once it
+ * is this long (the first saturated tick at the default Interval=1s): the guard arms a tick or more
+ * sooner on a device never measured, while the backlog it holds back is still being made. */
+#define DEVSTAT_PROVISIONAL_USEC (500 * 1000)
+/* ... and is at least this: under it the saturation is most likely reads (they count as busy too). */
+#define DEVSTAT_PROVISIONAL_MIN (UINT64_C(1) << 20)
+/* ... and is dropped after this long without a saturated tick: a figure too low (a tick saturated
+ * by reads) would hold the writers under it, the device would not be saturated again, and no window
+ * would come to correct it. Dropped, the next flood measures the device whole. */
+#define DEVSTAT_PROVISIONAL_HOLD_USEC (UINT64_C(10) * 1000 * 1000)
 
 typedef struct DevStat {
         uint32_t major, minor;
@@ -38,8 +48,16 @@ typedef struct DevStat {
                                          * requests in flight, and no write completed */
         uint32_t busy_ppm;              /* share of the last tick with io in flight */
         uint64_t capacity;              /* bytes/s, estimate; 0: never seen saturated */
+        uint64_t provisional;           /* bytes/s over the saturated time before the first window is
+                                         * whole (0: none); never saved, and unused once capacity is set */
+        uint64_t unsaturated_usec;      /* time since the last saturated tick, while provisional is set */
         uint64_t window_bytes, window_usec;     /* saturated ticks not yet in the estimate */
 } DevStat;
+
+/* The capacity to size caps from: the estimate, or before it the first figure; 0: none. */
+static inline uint64_t devstat_capacity(const DevStat *d) {
+        return d->capacity ? d->capacity : d->provisional;
+}
 
 /* A capacity learnt before: kept while nobody names the device, and over a restart (devstat_save). */
 typedef struct DevCapacity {

@@ -133,7 +133,7 @@ static uint64_t capacity_of(Manager *m, uint32_t major, uint32_t minor) {
         for (size_t i = 0; !d && i < m->observer->devices.n_known; i++)
                 if (m->observer->devices.known[i].major == major && m->observer->devices.known[i].minor == minor)
                         return m->observer->devices.known[i].capacity;
-        return d ? d->capacity : 0;
+        return d ? devstat_capacity(d) : 0;
 }
 
 /* ---- the caps, as figures ---- */

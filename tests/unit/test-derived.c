@@ -151,14 +151,46 @@ static void test_device_capacity(void **s) {
         ticks(&d, 8, 16, 500000, false);
         assert_int_equal(d.capacity, 0);
         /* Saturated: the first two seconds set it, each two after move it an eighth of the way. */
-        ticks(&d, 3, 8, 950000, false);
+        /* From half a second of it a first figure, followed until the window is whole. */
+        ticks(&d, 1, 8, 950000, false);
         assert_int_equal(d.capacity, 0);
+        assert_int_equal(devstat_capacity(&d), 16 * m);
+        ticks(&d, 1, 10, 950000, false);
+        assert_int_equal(d.capacity, 0);
+        assert_int_equal(d.provisional, 18 * m);
+        ticks(&d, 1, 6, 950000, false);
+        assert_int_equal(devstat_capacity(&d), 16 * m);
         ticks(&d, 1, 8, 950000, false);
         assert_int_equal(d.capacity, 16 * m);
         ticks(&d, 4, 16, 1000000, false);
         assert_int_equal(d.capacity, 18 * m);
         ticks(&d, 4, 4, 1000000, false);
         assert_int_equal(d.capacity, 18 * m - (18 * m - 8 * m) / 8);
+        /* The estimate, once there, is what counts; the first figure is never saved. */
+        d.provisional = 99 * m;
+        assert_int_equal(devstat_capacity(&d), d.capacity);
+        /* A device saturated by reads, its few writes waiting behind them: no first figure under
+         * 1 MiB/s, and none from waits alone. */
+        {
+                DevStat r = {};
+
+                devstat_capacity_tick(&r, 200 << 10, USEC_PER_SEC, 1000000, true);
+                assert_int_equal(devstat_capacity(&r), 0);
+                devstat_capacity_tick(&r, 0, USEC_PER_SEC / 2, 1000000, true);
+                assert_int_equal(devstat_capacity(&r), 0);
+                /* A first figure not confirmed by a window within 10 s of unsaturated ticks is dropped;
+                 * a saturated tick in between keeps it. */
+                r = (DevStat) {};
+                ticks(&r, 1, 2, 950000, false);
+                assert_int_equal(devstat_capacity(&r), 4 * m);
+                ticks(&r, 19, 1, 100000, false);
+                assert_int_equal(devstat_capacity(&r), 4 * m);
+                ticks(&r, 1, 2, 950000, false);
+                ticks(&r, 19, 1, 100000, false);
+                assert_int_equal(devstat_capacity(&r), 4 * m);
+                ticks(&r, 1, 1, 100000, false);
+                assert_int_equal(devstat_capacity(&r), 0);
+        }
         /* Saturated with nothing written and no write waiting (reads): no figure for writes. */
         d = (DevStat) { .capacity = 16 * m };
         ticks(&d, 8, 0, 1000000, false);
