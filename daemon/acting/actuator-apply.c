@@ -204,8 +204,9 @@ void actuator_drop_entry(Actuator *a, ThrottleEntry *t) {
         ledger_remove(&a->ledger, t);
 }
 
-/* The cgroup went away with the throttle on it: nothing to put back; the record goes, and says so. */
-void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
+/* The cgroup went away with the throttle on it: nothing to put back; the record goes, and says so
+ * (`heard`: from the cgroup.events watch, woken by the removal, rather than found at a tick). */
+void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit, bool heard) {
         char f_knob[64], f_dev[48], f_value[48], what[48], v[24];
         const char *fields[] = { f_knob, f_dev, f_value, "OBSERVE=no", NULL };
 
@@ -217,8 +218,9 @@ void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit) {
         event_record(a->events, &(LogEvent) { .level = t->drain_since_usec ? LOG_INFO : LOG_WARNING,
                                               .message_id = MESSAGE_THROTTLE, .cgroup = t->path, .unit = unit,
                                               .action = "cgroup-gone", .fields = fields },
-                     "%s: the cgroup is gone with %s at %s%s; its throttle record is dropped", t->path,
+                     "%s: the cgroup is gone with %s at %s%s; its throttle record is dropped%s", t->path,
                      throttle_describe(t, what, sizeof(what)), v,
-                     t->drain_since_usec ? ", its drain rate: the kernel writes what is left at it" : "");
+                     t->drain_since_usec ? ", its drain rate: the kernel writes what is left at it" : "",
+                     heard ? " (heard through its cgroup.events watch, after the removal)" : "");
         actuator_drop_entry(a, t);
 }

@@ -130,7 +130,7 @@ int actuator_lift_on(Actuator *a, uint64_t cgroup_id, int kind, const char *why)
 /* t leaves the ledger, its point told. */
 void actuator_drop_entry(Actuator *a, ThrottleEntry *t);
 /* The cgroup is gone with t on it: said, and dropped. */
-void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit);
+void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit, bool heard);
 
 /* ---- actuator-release.c ---- */
 

@@ -152,7 +152,7 @@ void actuator_verify(Actuator *a) {
                 if (cg)
                         err = throttle_read(cg, t->kind, t->major, t->minor, &current);
                 if (err == -ENODEV || (cg && err == -ENOENT)) {
-                        actuator_drop_vanished(a, t, unit);
+                        actuator_drop_vanished(a, t, unit, false);
                         changed = true;
                         continue;
                 }

@@ -71,7 +71,7 @@ static int set_entry(Actuator *a, Cgroup *cg, const char *unit, const ThrottleRe
         /* Another cgroup at a path the ledger knows (a unit started again before the tick saw its old
          * cgroup go, a draining cap's the likeliest): the old record is of a cgroup that is gone. */
         if (t && t->cgroup_id != cg->id) {
-                actuator_drop_vanished(a, t, unit);
+                actuator_drop_vanished(a, t, unit, false);
                 t = NULL;
         }
         *ret = t;

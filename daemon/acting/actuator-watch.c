@@ -31,7 +31,7 @@ static bool on_cgroup_event(Actuator *a, uint64_t cgroup_id, bool removed) {
         if (err == -ENODEV || (cg && cgroup_gone(cg))) {
                 for (size_t i = a->ledger.n; i > 0; i--)
                         if (a->ledger.entries[i - 1].cgroup_id == cgroup_id) {
-                                actuator_drop_vanished(a, &a->ledger.entries[i - 1], unit);
+                                actuator_drop_vanished(a, &a->ledger.entries[i - 1], unit, true);
                                 changed = true;
                         }
                 return changed;

@@ -76,6 +76,7 @@ typedef struct Manager {
         uint64_t tick_fired_usec;       /* when the tick timer last fired (CLOCK_MONOTONIC) */
         uint64_t ticks_requested;       /* ticks asked for at once (manager_request_tick: new cgroups) */
         uint64_t slice_longest_usec;    /* the longest slice of the pass in progress (CLOCK_MONOTONIC) */
+        TaskQueue *prime_queue;         /* readies io.max's throttling on the disks at start (manager.c) */
         uint64_t stop_began_usec;       /* when the loop ended (CLOCK_MONOTONIC; 0: running), for the stop's debug lines */
         uint64_t pass_began_usec;       /* when it began */
         uint64_t policies_walks;        /* the observer's walks when policies were last attached */

@@ -19,6 +19,7 @@
 #include "message-ids.h"
 #include "observer-scan.h"
 #include "protection.h"
+#include "taskq.h"
 #include "util.h"
 
 /* Device capacities learnt are saved at most this often (and at a stop). */
@@ -615,7 +616,7 @@ static void add_unit_watch(Manager *m) {
                 return;
         r = unit_watch_new(m->event, on_unit_state, m, &m->units);
         if (r < 0)
-                log_full_errno(LOG_NOTICE, r, "Cannot watch systemd's units on the system bus (%m); a stopping unit's "
+                log_full_errno(LOG_NOTICE, r, "Cannot watch systemd's units, on its socket or the system bus (%m); a stopping unit's "
                                  "throttles are lifted once its cgroup is empty");
 }
 
@@ -715,31 +716,67 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
 }
 
 /*
- * io.max's throttling readied on every disk now, while nothing waits on the
- * loop: since Linux 6.9 the first io.max write naming a disk freezes its
- * queue until every request in flight is done (blkthrottle.h), and that
- * first write would otherwise be a cap, on the disk that is saturated.
+ * io.max's throttling readied on every disk at start: since Linux 6.9 the
+ * first io.max write naming a disk freezes its queue until every request in
+ * flight is done (blkthrottle.h), and that first write would otherwise be a
+ * cap, on the disk that is saturated, from the loop. Off the loop, in a
+ * thread of its own: a disk whose queue drains slowly (or never) holds that
+ * thread alone, and the stop waits for it 1.5 s at most.
  */
+typedef struct PrimeTask {
+        Task task;
+        int sys_fd, root_fd;
+        int r;
+        BlkThrottlePrimed primed;
+} PrimeTask;
+
+static void prime_run(Task *t) {
+        PrimeTask *p = (PrimeTask *) t;
+
+        p->r = blkthrottle_prime(p->sys_fd, p->root_fd, &p->primed);
+}
+
+static void prime_done(Task *t, void *userdata) {
+        PrimeTask *p = (PrimeTask *) t;
+        const BlkThrottlePrimed *d = &p->primed;
+
+        if (p->r == -ENOENT)
+                log_debug("No cgroup below the root has a writable io.max: no disk's throttling to ready");
+        else if (p->r < 0)
+                log_full_errno(LOG_NOTICE, p->r, "Cannot ready io.max's throttling on the disks (%m): the first "
+                               "cap on a disk may wait for its queue to drain");
+        else
+                log_full_errno(d->slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
+                               "io.max's throttling readied through /%s/io.max: %zu disks written (the slowest, "
+                               "%" PRIu32 ":%" PRIu32 ", in %" PRIu64 " ms), %zu readied before, %zu refused",
+                               d->target, d->written, d->slowest_major, d->slowest_minor,
+                               d->slowest_usec / USEC_PER_MSEC, d->listed, d->failed);
+        free(p);
+}
+
+static void prime_drop(Task *t, void *userdata) {
+        free(t);
+}
+
 static void prime_io_throttling(Manager *m) {
-        BlkThrottlePrimed p;
+        PrimeTask *p;
         int r;
 
         if (!m->observer->root->is_cgroup2 || m->observer->host->sys_fd < 0)
                 return;
-        r = blkthrottle_prime(m->observer->host->sys_fd, m->observer->root->fd, &p);
-        if (r == -ENOENT) {
-                log_debug("No cgroup below %s has io.max: no disk's throttling to ready", m->observer->root->path);
+        r = taskq_new(m->event, "io-prime", 1, true, m, &m->prime_queue);
+        if (r < 0 || !(p = calloc(1, sizeof(PrimeTask)))) {
+                log_full_errno(LOG_NOTICE, r < 0 ? r : -ENOMEM, "Cannot ready io.max's throttling on the disks "
+                               "(%m): the first cap on a disk may wait for its queue to drain");
                 return;
         }
+        *p = (PrimeTask) { .task = { .run = prime_run, .done = prime_done, .drop = prime_drop },
+                           .sys_fd = m->observer->host->sys_fd, .root_fd = m->observer->root->fd };
+        r = taskq_submit(m->prime_queue, &p->task);
         if (r < 0) {
-                log_full_errno(LOG_NOTICE, r, "Cannot ready io.max's throttling on the disks (%m): the first cap on a disk "
-                                 "may wait for its queue to drain");
-                return;
+                free(p);
+                log_full_errno(LOG_NOTICE, r, "Cannot ready io.max's throttling on the disks (%m)");
         }
-        log_full_errno(p.slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
-                 "io.max's throttling readied on %zu disks through /%s/io.max (%zu refused); the slowest, "
-                 "%" PRIu32 ":%" PRIu32 ", took %" PRIu64 " ms", p.disks, p.target, p.failed, p.slowest_major,
-                 p.slowest_minor, p.slowest_usec / USEC_PER_MSEC);
 }
 
 int manager_run(Manager *m) {
@@ -762,6 +799,7 @@ int manager_run(Manager *m) {
         r = sd_event_loop(m->event);
         m->stop_began_usec = now_usec(CLOCK_MONOTONIC);
         /* Every worker told to stop before any is waited for: they wait out one 1.5 s together. */
+        taskq_stop(m->prime_queue);
         actuator_stop_jobs(m->actuator);
         queue_depth_stop_jobs(m->queues);
         actuator_restore_all(m->actuator);
@@ -783,6 +821,7 @@ Manager *manager_free(Manager *m) {
         actuator_free(m->actuator);
         worker_set_swap_congested(false);
         queue_depth_free(m->queues);
+        taskq_free(m->prime_queue);
         if (m->stop_began_usec)
                 log_debug("Stop: the workers joined or abandoned %" PRIu64 "us after it began",
                           now_usec(CLOCK_MONOTONIC) - m->stop_began_usec);

@@ -28,8 +28,8 @@ static bool io_max_lists(const char *text, uint32_t major, uint32_t minor) {
         return false;
 }
 
-/* A child of the root with io.max, into name; its text into text. -ENOENT: none. */
-static int find_target(int root_fd, char *name, size_t name_size, char *text, size_t text_size) {
+/* A child of the root with io.max: its name into name, an fd of it returned. -ENOENT: none. */
+static int find_target(int root_fd, char *name, size_t name_size) {
         DIR *d = opendir_at(root_fd, ".");
         struct dirent *de;
         int r = -ENOENT;
@@ -37,22 +37,33 @@ static int find_target(int root_fd, char *name, size_t name_size, char *text, si
         if (!d)
                 return negative_errno();
         while ((de = readdir(d))) {
-                _cleanup_close_ int dfd = -1, fd = -1;
+                _cleanup_close_ int dfd = -1;
 
                 if (de->d_type != DT_DIR || de->d_name[0] == '.' || strlen(de->d_name) >= name_size)
                         continue;
                 dfd = openat(root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0 || kept_read(dfd, "io.max", &fd, text, text_size, NULL) < 0)
+                if (dfd < 0 || faccessat(dfd, "io.max", W_OK, 0) < 0)
                         continue;
                 memcpy(name, de->d_name, strlen(de->d_name) + 1);
-                r = 0;
+                r = TAKE_FD(dfd);
                 break;
         }
         closedir(d);
         return r;
 }
 
-/* MAJ:MIN of block/NAME below sys_fd, for a disk with sectors (an empty loop device has none). */
+/* Devices whose queue may hold requests for good (a loop file on a hung mount, an nbd server gone),
+ * so that the kernel's freeze would never end; none of them is a disk a writer is capped on. */
+static bool skipped_kind(const char *name) {
+        static const char *const prefixes[] = { "loop", "nbd", "sr", "ram", "zram", "fd" };
+
+        for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+                if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+/* MAJ:MIN of block/NAME below sys_fd, for a disk with sectors. */
 static bool disk_numbers(int sys_fd, const char *name, uint32_t *major, uint32_t *minor) {
         _cleanup_close_ int fd = -1, sfd = -1;
         char path[300], buf[64];
@@ -70,29 +81,32 @@ static bool disk_numbers(int sys_fd, const char *name, uint32_t *major, uint32_t
 int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
         char text[IO_MAX_TEXT_MAX];
         BlkThrottlePrimed p = {};
-        _cleanup_close_ int target_fd = -1;
+        _cleanup_close_ int target_fd = -1, io_max_fd = -1;
         struct dirent *de;
         DIR *d;
         int r;
 
-        r = find_target(root_fd, p.target, sizeof(p.target), text, sizeof(text));
-        if (r < 0)
-                return r;
-        target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        target_fd = find_target(root_fd, p.target, sizeof(p.target));
         if (target_fd < 0)
-                return negative_errno();
+                return target_fd;
         d = opendir_at(sys_fd, "block");
         if (!d)
                 return negative_errno();
-        while ((de = readdir(d)) && p.disks + p.failed < BLKTHROTTLE_DISKS_MAX) {
+        while ((de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX) {
                 uint32_t major, minor;
                 char line[48];
                 uint64_t began, took;
 
-                if (de->d_name[0] == '.' || !disk_numbers(sys_fd, de->d_name, &major, &minor))
+                if (de->d_name[0] == '.' || skipped_kind(de->d_name) || !disk_numbers(sys_fd, de->d_name, &major, &minor))
                         continue;
+                /* Read again before each write: an earlier one may have waited seconds for its freeze. */
+                r = kept_read(target_fd, "io.max", &io_max_fd, text, sizeof(text), NULL);
+                if (r < 0) {
+                        p.failed++;
+                        continue;
+                }
                 if (io_max_lists(text, major, minor)) {
-                        p.disks++;
+                        p.listed++;
                         continue;
                 }
                 snprintf(line, sizeof(line), "%" PRIu32 ":%" PRIu32 " wbps=max", major, minor);
@@ -103,8 +117,7 @@ int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
                         p.failed++;
                         continue;
                 }
-                p.disks++;
-                if (took > p.slowest_usec) {
+                if (p.written++ == 0 || took > p.slowest_usec) {
                         p.slowest_usec = took;
                         p.slowest_major = major;
                         p.slowest_minor = minor;

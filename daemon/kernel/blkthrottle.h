@@ -20,20 +20,24 @@
 #define BLKTHROTTLE_DISKS_MAX 64
 
 typedef struct BlkThrottlePrimed {
-        size_t disks;                   /* disks that got the write (or had a limit line already) */
+        size_t written;                 /* disks that got the write */
+        size_t listed;                  /* disks the target's io.max lists: readied already, not written */
         size_t failed;                  /* disks whose write the kernel refused */
         uint32_t slowest_major, slowest_minor;
-        uint64_t slowest_usec;          /* the longest single write */
-        char target[64];                /* the cgroup written to, relative to the root ("" if none) */
+        uint64_t slowest_usec;          /* the longest single write (of `written`) */
+        char target[64];                /* the cgroup written to, relative to the root */
 } BlkThrottlePrimed;
 
 /*
  * Writes "MAJ:MIN wbps=max" for every disk below sys_fd's block/ (whole
- * disks with a size; at most BLKTHROTTLE_DISKS_MAX) into io.max of one child
- * of the cgroup root `root_fd` that has the file, for the disks that child's
- * io.max does not list (a listed one is readied already, and its limit is
- * someone's: never written). Returns -ENOENT when no child of the root has
- * io.max (the io controller is not enabled there: nothing can be capped
- * either), 0 otherwise with what was done in *ret.
+ * disks with a size; not loop, nbd, optical, ram, zram or floppy devices,
+ * whose queue may hold requests for good; at most BLKTHROTTLE_DISKS_MAX)
+ * into io.max of one child of the cgroup root `root_fd` that has the file,
+ * for the disks that child's io.max does not list, read again before each
+ * write (a listed one is readied already, and its limit is someone's: never
+ * written). It blocks for as long as the kernel's freeze takes: run it off
+ * the event loop. Returns -ENOENT when no child of the root has io.max (the
+ * io controller is not enabled there: nothing can be capped either), 0
+ * otherwise with what was done in *ret.
  */
 int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret);

@@ -19,11 +19,21 @@
 #define PROPERTIES_MATCH "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'," \
         "path_namespace='" UNIT_PATH_PREFIX "',arg0='" UNIT_INTERFACE "'"
 
+/* A lost connection is opened again after 1 s, then twice as long each failure, to a minute. */
+#define RETRY_FIRST_USEC (UINT64_C(1) * 1000 * 1000)
+#define RETRY_MAX_USEC (UINT64_C(60) * 1000 * 1000)
+
 struct UnitWatch {
+        sd_event *event;
         sd_bus *bus;
         sd_bus_slot *match, *subscribe, *disconnected, *owner_match, *owner_call;
+        sd_event_source *retry;         /* the next attempt to connect, once the connection is lost */
+        uint64_t retry_usec;            /* the wait before it */
         char *systemd;                  /* the unique name that owns SYSTEMD_NAME; NULL: none known */
         bool direct;                    /* connected to the manager itself: its peer is systemd */
+        bool subscribed;                /* the connection's Subscribe was answered */
+        bool skip_direct;               /* the last direct connection ended before that: the bus next */
+        bool reconnects;                /* opened by address (unit_watch_new), so it can be opened again */
         bool refusal_said;              /* a signal not from systemd was logged once */
         UnitStateFn fn;
         void *userdata;
@@ -182,20 +192,56 @@ static int on_subscribed(sd_bus_message *m, void *userdata, sd_bus_error *error)
 
         UnitWatch *w = userdata;
 
-        if (e)
+        /* The connection closing answers the call too: that is said by on_disconnected(). */
+        if (e && sd_bus_is_open(sd_bus_message_get_bus(m)) > 0)
                 log_notice("systemd refused the subscription to its units' changes (%s); throttles on a "
                            "stopping unit are lifted only once its cgroup is empty", e->message ?: e->name);
-        else
+        else if (!e) {
+                w->subscribed = true;
+                w->retry_usec = RETRY_FIRST_USEC;
                 log_info("Watching systemd's units %s: a stopping unit's throttles go as it stops",
                          w->direct ? "on its own socket" : "on the system bus");
+        }
+        return 0;
+}
+
+static int connect_watch(UnitWatch *w);
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        UnitWatch *w = userdata;
+        int r = connect_watch(w);
+
+        if (r >= 0)
+                return 0;
+        w->retry_usec = MIN(w->retry_usec * 2, RETRY_MAX_USEC);
+        log_debug_errno(r, "Cannot connect to systemd again (%m); next attempt in %" PRIu64 " s",
+                        w->retry_usec / USEC_PER_SEC);
+        (void) sd_event_source_set_time_relative(s, w->retry_usec);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         return 0;
 }
 
 static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         UnitWatch *w = userdata;
+        int r = -EOPNOTSUPP;
 
-        log_notice("%s went away; throttles on a stopping unit are lifted only once its cgroup is empty",
-                   w->direct ? "The connection to systemd" : "The system bus");
+        /* A direct connection the manager closed before it answered (it refused us): the bus next. A
+         * re-executed manager closes every direct connection after it answered: its socket again. */
+        w->skip_direct = w->direct && !w->subscribed;
+        if (w->reconnects) {
+                r = w->retry ? sd_event_source_set_time_relative(w->retry, w->retry_usec)
+                             : sd_event_add_time_relative(w->event, &w->retry, CLOCK_MONOTONIC, w->retry_usec, 0,
+                                                          on_retry, w);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(w->retry, SD_EVENT_ONESHOT);
+        }
+        if (r >= 0)
+                log_notice("%s went away; until it is back (first try in %" PRIu64 " s) throttles on a stopping "
+                           "unit are lifted once its cgroup is empty", w->direct ? "The connection to systemd" :
+                           "The system bus", w->retry_usec / USEC_PER_SEC);
+        else
+                log_notice("%s went away; throttles on a stopping unit are lifted only once its cgroup is empty",
+                           w->direct ? "The connection to systemd" : "The system bus");
         /* No word will come that the units stopping now are gone or back: forget them all. */
         w->fn(NULL, UNIT_STATE_STOPPED, w->userdata);
         return 0;
@@ -232,31 +278,26 @@ static int open_manager(sd_bus **ret) {
         return 0;
 }
 
-int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
-        sd_bus *bus = NULL;
-        int r;
-
-        r = open_manager(&bus);
-        if (r >= 0)
-                return unit_watch_new_on_bus(bus, true, event, fn, userdata, ret);
-        log_debug_errno(r, "Cannot connect to systemd's own socket (%m): its units are watched on the system bus");
-        r = sd_bus_open_system_with_description(&bus, "mdreclaimd-units");
-        if (r < 0)
-                return r;
-        return unit_watch_new_on_bus(bus, false, event, fn, userdata, ret);
+/* The connection's slots and the bus closed (no flush: a stop never waits on the bus). */
+static void detach(UnitWatch *w) {
+        w->match = sd_bus_slot_unref(w->match);
+        w->subscribe = sd_bus_slot_unref(w->subscribe);
+        w->disconnected = sd_bus_slot_unref(w->disconnected);
+        w->owner_match = sd_bus_slot_unref(w->owner_match);
+        w->owner_call = sd_bus_slot_unref(w->owner_call);
+        free(w->systemd);
+        w->systemd = NULL;
+        w->subscribed = false;
+        if (w->bus) {
+                (void) sd_bus_detach_event(w->bus);
+                w->bus = sd_bus_close_unref(w->bus);
+        }
 }
 
-int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn fn, void *userdata,
-                          UnitWatch **ret) {
-        _cleanup_free_ UnitWatch *w = calloc(1, sizeof(UnitWatch));
+/* Takes over `bus`, started: the matches, the calls, and the loop; on failure it is closed. */
+static int attach(UnitWatch *w, sd_bus *bus, bool direct) {
         int r;
 
-        if (!w) {
-                sd_bus_close_unref(bus);
-                return -ENOMEM;
-        }
-        w->fn = fn;
-        w->userdata = userdata;
         w->bus = bus;
         w->direct = direct;
         /* Never exit or block on it: the daemon works without. No flush at the loop's exit either:
@@ -276,7 +317,7 @@ int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn
                                              "org.freedesktop.DBus", "GetNameOwner", on_owner_reply, w, "s",
                                              SYSTEMD_NAME);
         if (r >= 0)
-                /* The sender is the broker's word (none on a direct connection). */
+                /* The sender is the broker's word; a direct connection has no broker to vouch for one. */
                 r = sd_bus_add_match_async(w->bus, &w->match, direct ? PROPERTIES_MATCH :
                                            "sender='" SYSTEMD_NAME "'," PROPERTIES_MATCH,
                                            on_properties, NULL, w);
@@ -289,28 +330,86 @@ int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn
                                              "Subscribe", on_subscribed, w, NULL);
         /* Before the loop's other sources: a stop is news the actuator needs at once. */
         if (r >= 0)
-                r = sd_bus_attach_event(w->bus, event, SD_EVENT_PRIORITY_IMPORTANT - 10);
+                r = sd_bus_attach_event(w->bus, w->event, SD_EVENT_PRIORITY_IMPORTANT - 10);
+        if (r < 0)
+                detach(w);
+        return r;
+}
+
+/* systemd's own socket, or failing that the system bus; the old connection, if any, closed first. */
+static int connect_watch(UnitWatch *w) {
+        sd_bus *bus = NULL;
+        int r = -ECONNREFUSED;
+
+        detach(w);
+        if (!w->skip_direct) {
+                r = open_manager(&bus);
+                if (r >= 0) {
+                        r = attach(w, bus, true);
+                        if (r >= 0)
+                                return 0;
+                }
+        }
+        w->skip_direct = false;
+        log_debug_errno(r, "Not on systemd's own socket (%m): its units are watched on the system bus");
+        r = sd_bus_open_system_with_description(&bus, "mdreclaimd-units");
+        if (r < 0)
+                return r;
+        return attach(w, bus, false);
+}
+
+static UnitWatch *watch_alloc(sd_event *event, UnitStateFn fn, void *userdata) {
+        UnitWatch *w = calloc(1, sizeof(UnitWatch));
+
+        if (!w)
+                return NULL;
+        w->event = sd_event_ref(event);
+        w->fn = fn;
+        w->userdata = userdata;
+        w->retry_usec = RETRY_FIRST_USEC;
+        return w;
+}
+
+int unit_watch_new(sd_event *event, UnitStateFn fn, void *userdata, UnitWatch **ret) {
+        UnitWatch *w = watch_alloc(event, fn, userdata);
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->reconnects = true;
+        r = connect_watch(w);
         if (r < 0) {
-                unit_watch_free(TAKE_PTR(w));
+                unit_watch_free(w);
                 return r;
         }
-        *ret = TAKE_PTR(w);
+        *ret = w;
+        return 0;
+}
+
+int unit_watch_new_on_bus(sd_bus *bus, bool direct, sd_event *event, UnitStateFn fn, void *userdata,
+                          UnitWatch **ret) {
+        UnitWatch *w = watch_alloc(event, fn, userdata);
+        int r;
+
+        if (!w) {
+                sd_bus_close_unref(bus);
+                return -ENOMEM;
+        }
+        r = attach(w, bus, direct);
+        if (r < 0) {
+                unit_watch_free(w);
+                return r;
+        }
+        *ret = w;
         return 0;
 }
 
 UnitWatch *unit_watch_free(UnitWatch *w) {
         if (!w)
                 return NULL;
-        sd_bus_slot_unref(w->match);
-        sd_bus_slot_unref(w->subscribe);
-        sd_bus_slot_unref(w->disconnected);
-        sd_bus_slot_unref(w->owner_match);
-        sd_bus_slot_unref(w->owner_call);
-        free(w->systemd);
-        if (w->bus) {
-                (void) sd_bus_detach_event(w->bus);
-                sd_bus_close_unref(w->bus);     /* no flush: a stop never waits on the bus */
-        }
+        detach(w);
+        sd_event_source_disable_unref(w->retry);
+        sd_event_unref(w->event);
         free(w);
         return NULL;
 }

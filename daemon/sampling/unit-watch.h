@@ -5,20 +5,25 @@
  * root's; systemd sends its units' changes there unasked), or on the system
  * bus after Subscribe() where that socket cannot be reached. A stopping
  * unit's cgroup is about to empty and be removed: a throttle still on it then
- * outlives it, so the
- * actuator lifts them as the stop begins rather than when the last process is
- * gone, which races with systemd's own removal of the cgroup.
+ * outlives it, so the actuator lifts them as the stop begins rather than
+ * when the last process is gone, which races with systemd's own removal of
+ * the cgroup.
  *
  * On the direct connection systemd is the only peer. On the system bus, only
- * systemd's own broadcasts are believed: any client of the bus may send
- * a signal to the daemon by name, and the broker hands it over whatever the
+ * systemd's own broadcasts are believed: any client of the bus may send a
+ * signal to the daemon by name, and the broker hands it over whatever the
  * match rules say. The watch keeps the unique name that owns
  * org.freedesktop.systemd1 (asked at start, then followed through the
  * broker's NameOwnerChanged) and takes a unit's signal only from it, and
  * only when it was sent to no one in particular.
  *
- * Optional: without a system bus (no systemd, tests on a fixture tree) the
- * daemon goes on without it, and the cgroup.events watch alone lifts.
+ * A connection lost (a re-executed systemd closes every direct one; the bus
+ * restarted) is opened again after 1 s, then twice as long each failure, to
+ * a minute: the manager's socket first, unless the last direct connection
+ * ended before systemd answered on it.
+ *
+ * Optional: without either (no systemd, tests on a fixture tree) the daemon
+ * goes on without it, and the cgroup.events watch alone lifts.
  */
 #pragma once
 

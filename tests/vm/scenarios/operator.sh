@@ -349,14 +349,17 @@ failed_ms() {
             'select((.MESSAGE | type) == "string" and (.MESSAGE | test($c + ": cannot (raise io.max to drain, lifted instead|lift io.max): (No such file or directory|No such device)"))) |
              ((.__REALTIME_TIMESTAMP | tonumber) - $t) / 1000 | floor' | head -n 1
 }
-# Or it heard of neither the stop nor the emptying before the rmdir: its first
-# word on the cgroup is then that it is gone (ci43: 354 ms after the command,
-# the rmdir seen at 400 ms; the two words come from systemd's own loop and the
-# kernel at the writer's death, so a starved guest can schedule the daemon
-# after systemd's removal). Its event, from its own clock.
+# Or the stop's word and the emptying both reached it after the rmdir: its
+# first word on the cgroup is then that it is gone, heard through the
+# cgroup.events watch (ci43: 354 ms after the command, the rmdir seen at
+# 400 ms; both words come as the writer dies, so a starved guest can run the
+# daemon after systemd's removal). A cgroup-gone found at a tick instead is
+# a daemon whose watches did not work: not a race, a failure. Its event,
+# from its own clock.
 gone_ms() {
     events_of "$c" cgroup-gone |
-        jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t) | ((.realtime_usec - $t) / 1000) | floor' | head -n 1
+        jq -r --argjson t "$t_stop" 'select(.realtime_usec > $t and (.message | test("heard through its cgroup.events watch"))) |
+            ((.realtime_usec - $t) / 1000) | floor' | head -n 1
 }
 race_ms() { local ms; ms=$(failed_ms); [ -n "$ms" ] || ms=$(gone_ms); echo "$ms"; }
 lost_race() { [ -n "$(race_ms)" ]; }
