@@ -741,16 +741,20 @@ static void prime_done(Task *t, void *userdata) {
         const BlkThrottlePrimed *d = &p->primed;
 
         if (p->r == -ENOENT)
-                log_debug("No cgroup below the root has a writable io.max: no disk's throttling to ready");
+                log_debug("No io.max below the cgroup root (the io controller is not enabled there): no disk's "
+                          "throttling to ready");
         else if (p->r < 0)
                 log_full_errno(LOG_NOTICE, p->r, "Cannot ready io.max's throttling on the disks (%m): the first "
                                "cap on a disk may wait for its queue to drain");
         else
                 log_full_errno(d->slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
-                               "io.max's throttling readied through /%s/io.max: %zu disks written (the slowest, "
-                               "%" PRIu32 ":%" PRIu32 ", in %" PRIu64 " ms), %zu readied before, %zu refused",
-                               d->target, d->written, d->slowest_major, d->slowest_minor,
-                               d->slowest_usec / USEC_PER_MSEC, d->listed, d->failed);
+                               "io.max's throttling readied on %zu disk(s) (the slowest, %" PRIu32 ":%" PRIu32
+                               ", in %" PRIu64 " ms), %zu readied before, %zu refused", d->written,
+                               d->slowest_major, d->slowest_minor, d->slowest_usec / USEC_PER_MSEC, d->listed,
+                               d->failed);
+        if (p->r >= 0 && !d->removed)
+                log_notice("Cannot remove the cgroup /%s made to ready io.max's throttling; it holds nothing and "
+                           "may be removed by hand", d->target);
         free(p);
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cgfs.h"
@@ -26,30 +27,6 @@ static bool io_max_lists(const char *text, uint32_t major, uint32_t minor) {
                 if (strncmp(p, key, len) == 0)
                         return true;
         return false;
-}
-
-/* A child of the root with io.max: its name into name, an fd of it returned. -ENOENT: none. */
-static int find_target(int root_fd, char *name, size_t name_size) {
-        DIR *d = opendir_at(root_fd, ".");
-        struct dirent *de;
-        int r = -ENOENT;
-
-        if (!d)
-                return negative_errno();
-        while ((de = readdir(d))) {
-                _cleanup_close_ int dfd = -1;
-
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strlen(de->d_name) >= name_size)
-                        continue;
-                dfd = openat(root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0 || faccessat(dfd, "io.max", W_OK, 0) < 0)
-                        continue;
-                memcpy(name, de->d_name, strlen(de->d_name) + 1);
-                r = TAKE_FD(dfd);
-                break;
-        }
-        closedir(d);
-        return r;
 }
 
 /* Devices whose queue may hold requests for good (a loop file on a hung mount, an nbd server gone),
@@ -84,46 +61,55 @@ int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
         _cleanup_close_ int target_fd = -1, io_max_fd = -1;
         struct dirent *de;
         DIR *d;
-        int r;
+        int r = 0;
 
-        target_fd = find_target(root_fd, p.target, sizeof(p.target));
-        if (target_fd < 0)
-                return target_fd;
-        d = opendir_at(sys_fd, "block");
-        if (!d)
+        /* A cgroup of its own, for the moment of the writes: one the writes name a disk in shows that
+         * disk in its io.stat from then on (without figures), and nobody's cgroup should change. */
+        snprintf(p.target, sizeof(p.target), "mdreclaimd-prime.%d", (int) getpid());
+        if (mkdirat(root_fd, p.target, 0755) < 0 && errno != EEXIST)
                 return negative_errno();
-        while ((de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX) {
+        target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (target_fd < 0)
+                r = negative_errno();
+        else if (faccessat(target_fd, "io.max", W_OK, 0) < 0)
+                r = -ENOENT;    /* the io controller is not enabled below the root */
+        d = r < 0 ? NULL : opendir_at(sys_fd, "block");
+        if (r >= 0 && !d)
+                r = negative_errno();
+        while (d && (de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX) {
                 uint32_t major, minor;
                 char line[48];
                 uint64_t began, took;
 
                 if (de->d_name[0] == '.' || skipped_kind(de->d_name) || !disk_numbers(sys_fd, de->d_name, &major, &minor))
                         continue;
-                /* Read again before each write: an earlier one may have waited seconds for its freeze. */
-                r = kept_read(target_fd, "io.max", &io_max_fd, text, sizeof(text), NULL);
-                if (r < 0) {
-                        p.failed++;
-                        continue;
-                }
-                if (io_max_lists(text, major, minor)) {
+                /* A cgroup left by a run that crashed here may list one. */
+                if (kept_read(target_fd, "io.max", &io_max_fd, text, sizeof(text), NULL) >= 0 &&
+                    io_max_lists(text, major, minor)) {
                         p.listed++;
                         continue;
                 }
                 snprintf(line, sizeof(line), "%" PRIu32 ":%" PRIu32 " wbps=max", major, minor);
                 began = now_usec(CLOCK_MONOTONIC);
-                r = cg_dir_write(target_fd, "io.max", line);
-                took = now_usec(CLOCK_MONOTONIC) - began;
-                if (r < 0) {
+                if (cg_dir_write(target_fd, "io.max", line) < 0) {
                         p.failed++;
                         continue;
                 }
+                took = now_usec(CLOCK_MONOTONIC) - began;
                 if (p.written++ == 0 || took > p.slowest_usec) {
                         p.slowest_usec = took;
                         p.slowest_major = major;
                         p.slowest_minor = minor;
                 }
         }
-        closedir(d);
+        if (d)
+                closedir(d);
+        closep(&io_max_fd);
+        closep(&target_fd);
+        /* The readiness stays with the disk, not with the cgroup. */
+        p.removed = unlinkat(root_fd, p.target, AT_REMOVEDIR) >= 0;
+        if (r < 0)
+                return r;
         *ret = p;
         return 0;
 }

@@ -11,9 +11,11 @@
  * limit that limits nothing, done at start does it while the disks are idle
  * (at boot), or at least not in the middle of the daemon's work. On older
  * kernels, where the throttling is always there, it costs one write a disk.
+ * The readiness is the disk's: it outlives the cgroup written through.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,23 +23,25 @@
 
 typedef struct BlkThrottlePrimed {
         size_t written;                 /* disks that got the write */
-        size_t listed;                  /* disks the target's io.max lists: readied already, not written */
+        size_t listed;                  /* disks its io.max listed already (a crashed run's): not written */
         size_t failed;                  /* disks whose write the kernel refused */
         uint32_t slowest_major, slowest_minor;
         uint64_t slowest_usec;          /* the longest single write (of `written`) */
-        char target[64];                /* the cgroup written to, relative to the root */
+        bool removed;                   /* the cgroup made for the writes was removed after them */
+        char target[64];                /* that cgroup, relative to the root */
 } BlkThrottlePrimed;
 
 /*
- * Writes "MAJ:MIN wbps=max" for every disk below sys_fd's block/ (whole
+ * Makes a cgroup of its own below the cgroup root `root_fd`
+ * ("mdreclaimd-prime.PID"; a cgroup the writes touch lists the disk in its
+ * io.stat from then on, so nobody else's is used), writes "MAJ:MIN
+ * wbps=max" into its io.max for every disk below sys_fd's block/ (whole
  * disks with a size; not loop, nbd, optical, ram, zram or floppy devices,
- * whose queue may hold requests for good; at most BLKTHROTTLE_DISKS_MAX)
- * into io.max of one child of the cgroup root `root_fd` that has the file,
- * for the disks that child's io.max does not list, read again before each
- * write (a listed one is readied already, and its limit is someone's: never
- * written). It blocks for as long as the kernel's freeze takes: run it off
- * the event loop. Returns -ENOENT when no child of the root has io.max (the
- * io controller is not enabled there: nothing can be capped either), 0
- * otherwise with what was done in *ret.
+ * whose queue may hold requests for good; at most BLKTHROTTLE_DISKS_MAX),
+ * and removes the cgroup. It blocks for as long as the kernel's freezes
+ * take: run it off the event loop. Returns -ENOENT when the new cgroup has
+ * no io.max (the io controller is not enabled below the root: nothing can
+ * be capped either), the error of mkdir when it cannot be made, 0 otherwise
+ * with what was done in *ret.
  */
 int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret);

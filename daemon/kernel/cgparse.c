@@ -239,6 +239,10 @@ static int parse_io_stat_line(const char *p, const char *end, IoStatDev *d) {
 
                 if (*p++ != ' ')
                         return -EBADMSG;
+                /* "MAJ:MIN " and nothing more: a device the cgroup has a blkg on (io.max or io.weight
+                 * set there) and no io yet; the kernel prints its name and no figures. Zeros. */
+                if (p == end)
+                        break;
                 tok_end = memchr(p, ' ', (size_t) (end - p));
                 tok_end = tok_end ? tok_end : end;
                 eq = memchr(p, '=', (size_t) (tok_end - p));

@@ -122,6 +122,15 @@ static void test_io_stat(void **state) {
 
         assert_int_equal(PARSE(cg_parse_io_stat, "", d, 2, &n), 0);
         assert_int_equal(n, 0);
+        /* A device with a blkg and no io yet (io.max set there, 6.1 and 6.12 alike): its name and a
+         * space, no figures. Zeros, and the other lines read. */
+        assert_int_equal(PARSE(cg_parse_io_stat, "254:16 \n8:0 rbytes=1 wbytes=2 rios=3 wios=4\n", d, 2, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(d[0].major, 254);
+        assert_int_equal(d[0].minor, 16);
+        assert_int_equal(d[0].wbytes, 0);
+        assert_int_equal(d[1].wios, 4);
+        assert_int_equal(PARSE(cg_parse_io_stat, "8:0  rbytes=1\n", d, 2, &n), -EBADMSG);
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 rbytes=1\n8:1 rbytes=2\n8:2 rbytes=3\n", d, 2, &n), -E2BIG);
         assert_int_equal(n, 2);
         assert_int_equal(PARSE(cg_parse_io_stat, "8-0 rbytes=1\n", d, 2, &n), -EBADMSG);
