@@ -205,7 +205,8 @@ void actuator_drop_entry(Actuator *a, ThrottleEntry *t) {
 }
 
 /* The cgroup went away with the throttle on it: nothing to put back; the record goes, and says so
- * (`heard`: from the cgroup.events watch, woken by the removal, rather than found at a tick). */
+ * (`heard`: by the cgroup.events watch, woken by the emptying or the removal, rather than found at
+ * a tick). */
 void actuator_drop_vanished(Actuator *a, ThrottleEntry *t, const char *unit, bool heard) {
         char f_knob[64], f_dev[48], f_value[48], what[48], v[24];
         const char *fields[] = { f_knob, f_dev, f_value, "OBSERVE=no", NULL };

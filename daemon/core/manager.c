@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -720,46 +721,57 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
  * first io.max write naming a disk freezes its queue until every request in
  * flight is done (blkthrottle.h), and that first write would otherwise be a
  * cap, on the disk that is saturated, from the loop. Off the loop, in a
- * thread of its own: a disk whose queue drains slowly (or never) holds that
- * thread alone, and the stop waits for it 1.5 s at most.
+ * thread of its own: a disk whose queue drains slowly holds that thread
+ * alone. A stop asks it to end before the next disk and waits 1.5 s for it;
+ * the kernel's freeze itself cannot be interrupted, and the process ends
+ * only once the one in progress does (the devices whose queue may never
+ * drain are not written: blkthrottle.h).
  */
 typedef struct PrimeTask {
         Task task;
-        int sys_fd, root_fd;
+        int sys_fd, root_fd;            /* its own (dup()s): the loop may close its fds while it runs */
         int r;
         BlkThrottlePrimed primed;
 } PrimeTask;
 
+static void prime_free(PrimeTask *p) {
+        closep(&p->sys_fd);
+        closep(&p->root_fd);
+        free(p);
+}
+
 static void prime_run(Task *t) {
         PrimeTask *p = (PrimeTask *) t;
 
-        p->r = blkthrottle_prime(p->sys_fd, p->root_fd, &p->primed);
+        p->r = blkthrottle_prime(p->sys_fd, p->root_fd, taskq_stopping, &p->primed);
 }
 
 static void prime_done(Task *t, void *userdata) {
         PrimeTask *p = (PrimeTask *) t;
         const BlkThrottlePrimed *d = &p->primed;
+        Manager *m = userdata;
 
-        if (p->r == -ENOENT)
+        if (p->r == -EOPNOTSUPP)
                 log_debug("No io.max below the cgroup root (the io controller is not enabled there): no disk's "
                           "throttling to ready");
         else if (p->r < 0)
                 log_full_errno(LOG_NOTICE, p->r, "Cannot ready io.max's throttling on the disks (%m): the first "
                                "cap on a disk may wait for its queue to drain");
+        else if (d->written == 0)
+                log_debug("io.max's throttling readied on no disk (%zu refused)", d->failed);
         else
                 log_full_errno(d->slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
                                "io.max's throttling readied on %zu disk(s) (the slowest, %" PRIu32 ":%" PRIu32
-                               ", in %" PRIu64 " ms), %zu readied before, %zu refused", d->written,
-                               d->slowest_major, d->slowest_minor, d->slowest_usec / USEC_PER_MSEC, d->listed,
-                               d->failed);
-        if (p->r >= 0 && !d->removed)
-                log_notice("Cannot remove the cgroup /%s made to ready io.max's throttling; it holds nothing and "
-                           "may be removed by hand", d->target);
-        free(p);
+                               ", in %" PRIu64 " ms), %zu refused", d->written, d->slowest_major,
+                               d->slowest_minor, d->slowest_usec / USEC_PER_MSEC, d->failed);
+        if (*d->target && !d->removed)
+                log_notice("Cannot remove the cgroup %s/%s made to ready io.max's throttling; it holds nothing: "
+                           "the next start removes it, or rmdir it by hand", m->observer->root->path, d->target);
+        prime_free(p);
 }
 
 static void prime_drop(Task *t, void *userdata) {
-        free(t);
+        prime_free((PrimeTask *) t);
 }
 
 static void prime_io_throttling(Manager *m) {
@@ -769,16 +781,19 @@ static void prime_io_throttling(Manager *m) {
         if (!m->observer->root->is_cgroup2 || m->observer->host->sys_fd < 0)
                 return;
         r = taskq_new(m->event, "io-prime", 1, true, m, &m->prime_queue);
-        if (r < 0 || !(p = calloc(1, sizeof(PrimeTask)))) {
-                log_full_errno(LOG_NOTICE, r < 0 ? r : -ENOMEM, "Cannot ready io.max's throttling on the disks "
-                               "(%m): the first cap on a disk may wait for its queue to drain");
+        if (r >= 0 && !(p = calloc(1, sizeof(PrimeTask))))
+                r = -ENOMEM;
+        if (r < 0) {
+                log_full_errno(LOG_NOTICE, r, "Cannot ready io.max's throttling on the disks (%m): the first cap "
+                               "on a disk may wait for its queue to drain");
                 return;
         }
         *p = (PrimeTask) { .task = { .run = prime_run, .done = prime_done, .drop = prime_drop },
-                           .sys_fd = m->observer->host->sys_fd, .root_fd = m->observer->root->fd };
-        r = taskq_submit(m->prime_queue, &p->task);
+                           .sys_fd = fcntl(m->observer->host->sys_fd, F_DUPFD_CLOEXEC, 3),
+                           .root_fd = fcntl(m->observer->root->fd, F_DUPFD_CLOEXEC, 3) };
+        r = p->sys_fd < 0 || p->root_fd < 0 ? negative_errno() : taskq_submit(m->prime_queue, &p->task);
         if (r < 0) {
-                free(p);
+                prime_free(p);
                 log_full_errno(LOG_NOTICE, r, "Cannot ready io.max's throttling on the disks (%m)");
         }
 }

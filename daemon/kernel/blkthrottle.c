@@ -15,20 +15,6 @@
 #include "fileio.h"
 #include "util.h"
 
-/* io.max of a cgroup with a line per limited disk: 64 disks of about 80 bytes. */
-#define IO_MAX_TEXT_MAX 8192
-
-/* Whether io.max's text names disk major:minor at the start of a line. */
-static bool io_max_lists(const char *text, uint32_t major, uint32_t minor) {
-        char key[32];
-        size_t len = (size_t) snprintf(key, sizeof(key), "%" PRIu32 ":%" PRIu32 " ", major, minor);
-
-        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-                if (strncmp(p, key, len) == 0)
-                        return true;
-        return false;
-}
-
 /* Devices whose queue may hold requests for good (a loop file on a hung mount, an nbd server gone),
  * so that the kernel's freeze would never end; none of them is a disk a writer is capped on. */
 static bool skipped_kind(const char *name) {
@@ -55,40 +41,36 @@ static bool disk_numbers(int sys_fd, const char *name, uint32_t *major, uint32_t
                size > 0;
 }
 
-int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
-        char text[IO_MAX_TEXT_MAX];
+int blkthrottle_prime(int sys_fd, int root_fd, bool (*stop)(void), BlkThrottlePrimed *ret) {
         BlkThrottlePrimed p = {};
-        _cleanup_close_ int target_fd = -1, io_max_fd = -1;
+        _cleanup_close_ int target_fd = -1;
         struct dirent *de;
-        DIR *d;
+        DIR *d = NULL;
         int r = 0;
 
         /* A cgroup of its own, for the moment of the writes: one the writes name a disk in shows that
-         * disk in its io.stat from then on (without figures), and nobody's cgroup should change. */
-        snprintf(p.target, sizeof(p.target), "mdreclaimd-prime.%d", (int) getpid());
-        if (mkdirat(root_fd, p.target, 0755) < 0 && errno != EEXIST)
-                return negative_errno();
+         * disk in its io.stat from then on (without figures), and nobody's cgroup should change. One
+         * name, so that what a killed run left is taken over and removed by the next. */
+        snprintf(p.target, sizeof(p.target), "%s", BLKTHROTTLE_CGROUP);
+        if (mkdirat(root_fd, p.target, 0755) < 0 && errno != EEXIST) {
+                r = negative_errno();
+                p.target[0] = '\0';
+                goto out;
+        }
         target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (target_fd < 0)
                 r = negative_errno();
         else if (faccessat(target_fd, "io.max", W_OK, 0) < 0)
-                r = -ENOENT;    /* the io controller is not enabled below the root */
-        d = r < 0 ? NULL : opendir_at(sys_fd, "block");
-        if (r >= 0 && !d)
+                r = -EOPNOTSUPP;        /* the io controller is not enabled below the root */
+        else if (!(d = opendir_at(sys_fd, "block")))
                 r = negative_errno();
-        while (d && (de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX) {
+        while (d && (de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX && !(stop && stop())) {
                 uint32_t major, minor;
                 char line[48];
                 uint64_t began, took;
 
                 if (de->d_name[0] == '.' || skipped_kind(de->d_name) || !disk_numbers(sys_fd, de->d_name, &major, &minor))
                         continue;
-                /* A cgroup left by a run that crashed here may list one. */
-                if (kept_read(target_fd, "io.max", &io_max_fd, text, sizeof(text), NULL) >= 0 &&
-                    io_max_lists(text, major, minor)) {
-                        p.listed++;
-                        continue;
-                }
                 snprintf(line, sizeof(line), "%" PRIu32 ":%" PRIu32 " wbps=max", major, minor);
                 began = now_usec(CLOCK_MONOTONIC);
                 if (cg_dir_write(target_fd, "io.max", line) < 0) {
@@ -104,12 +86,10 @@ int blkthrottle_prime(int sys_fd, int root_fd, BlkThrottlePrimed *ret) {
         }
         if (d)
                 closedir(d);
-        closep(&io_max_fd);
         closep(&target_fd);
         /* The readiness stays with the disk, not with the cgroup. */
         p.removed = unlinkat(root_fd, p.target, AT_REMOVEDIR) >= 0;
-        if (r < 0)
-                return r;
+out:
         *ret = p;
-        return 0;
+        return r;
 }

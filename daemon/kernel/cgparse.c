@@ -239,8 +239,11 @@ static int parse_io_stat_line(const char *p, const char *end, IoStatDev *d) {
 
                 if (*p++ != ' ')
                         return -EBADMSG;
-                /* "MAJ:MIN " and nothing more: a device the cgroup has a blkg on (io.max or io.weight
-                 * set there) and no io yet; the kernel prints its name and no figures. Zeros. */
+                /* A device the cgroup has a blkg on (io.max or io.weight set there) and no io yet: the
+                 * kernel prints its name and a space, then no figures, and a controller's own stats
+                 * begin with a space of their own ("8:0  cost.usage=0" with io.cost on). Zeros. */
+                while (p < end && *p == ' ')
+                        p++;
                 if (p == end)
                         break;
                 tok_end = memchr(p, ' ', (size_t) (end - p));

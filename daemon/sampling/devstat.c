@@ -83,16 +83,18 @@ void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint3
 
         if (busy_ppm < DEVSTAT_BUSY_PPM || span_usec == 0 || (bytes == 0 && !writes_waiting)) {
                 d->unsaturated_usec += span_usec;
-                if (d->unsaturated_usec >= DEVSTAT_PROVISIONAL_HOLD_USEC)
-                        d->provisional = 0;
+                /* Dropped with the saturated ticks it came from: the next flood is measured afresh. */
+                if (d->provisional && d->unsaturated_usec >= DEVSTAT_PROVISIONAL_HOLD_USEC)
+                        d->provisional = d->window_bytes = d->window_usec = 0;
                 return;
         }
         d->unsaturated_usec = 0;
         d->window_bytes += bytes;
         d->window_usec += span_usec;
-        if (d->capacity == 0 && d->window_usec >= DEVSTAT_PROVISIONAL_USEC &&
-            (rate = rate_per_sec(d->window_bytes, d->window_usec)) >= DEVSTAT_PROVISIONAL_MIN)
-                d->provisional = rate;
+        if (d->capacity == 0 && d->window_usec >= DEVSTAT_PROVISIONAL_USEC) {
+                rate = rate_per_sec(d->window_bytes, d->window_usec);
+                d->provisional = rate >= DEVSTAT_PROVISIONAL_MIN ? rate : 0;
+        }
         if (d->window_usec < DEVSTAT_CAPACITY_WINDOW_USEC)
                 return;
         rate = rate_per_sec(d->window_bytes, d->window_usec);

@@ -228,6 +228,9 @@ static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *erro
         /* A direct connection the manager closed before it answered (it refused us): the bus next. A
          * re-executed manager closes every direct connection after it answered: its socket again. */
         w->skip_direct = w->direct && !w->subscribed;
+        /* One that never got its answer waits longer each time, as one that could not be opened. */
+        if (!w->subscribed)
+                w->retry_usec = MIN(w->retry_usec * 2, RETRY_MAX_USEC);
         if (w->reconnects) {
                 r = w->retry ? sd_event_source_set_time_relative(w->retry, w->retry_usec)
                              : sd_event_add_time_relative(w->event, &w->retry, CLOCK_MONOTONIC, w->retry_usec, 0,
@@ -350,8 +353,12 @@ static int connect_watch(UnitWatch *w) {
                                 return 0;
                 }
         }
+        if (w->skip_direct)
+                log_debug("systemd closed its own socket's connection before answering: its units are "
+                          "watched on the system bus");
+        else
+                log_debug_errno(r, "Not on systemd's own socket (%m): its units are watched on the system bus");
         w->skip_direct = false;
-        log_debug_errno(r, "Not on systemd's own socket (%m): its units are watched on the system bus");
         r = sd_bus_open_system_with_description(&bus, "mdreclaimd-units");
         if (r < 0)
                 return r;

@@ -130,7 +130,14 @@ static void test_io_stat(void **state) {
         assert_int_equal(d[0].minor, 16);
         assert_int_equal(d[0].wbytes, 0);
         assert_int_equal(d[1].wios, 4);
-        assert_int_equal(PARSE(cg_parse_io_stat, "8:0  rbytes=1\n", d, 2, &n), -EBADMSG);
+        /* The same with io.cost on: its own stats follow, after a space of their own. */
+        assert_int_equal(PARSE(cg_parse_io_stat, "8:0  cost.usage=0 cost.wait=0\n", d, 2, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(d[0].major, 8);
+        assert_int_equal(d[0].rbytes, 0);
+        assert_int_equal(PARSE(cg_parse_io_stat, "8:0 rbytes=5 wbytes=6 rios=1 wios=1 dbytes=0 dios=0 cost.usage=3\n",
+                               d, 2, &n), 0);
+        assert_int_equal(d[0].rbytes, 5);
         assert_int_equal(PARSE(cg_parse_io_stat, "8:0 rbytes=1\n8:1 rbytes=2\n8:2 rbytes=3\n", d, 2, &n), -E2BIG);
         assert_int_equal(n, 2);
         assert_int_equal(PARSE(cg_parse_io_stat, "8-0 rbytes=1\n", d, 2, &n), -EBADMSG);

@@ -190,6 +190,14 @@ static void test_device_capacity(void **s) {
                 assert_int_equal(devstat_capacity(&r), 4 * m);
                 ticks(&r, 1, 1, 100000, false);
                 assert_int_equal(devstat_capacity(&r), 0);
+                assert_int_equal(r.window_usec, 0);
+                /* Saturated ticks that write nothing while writes wait bring the rate so far under
+                 * 1 MiB/s: no first figure then, rather than the earlier one kept. */
+                r = (DevStat) {};
+                ticks(&r, 1, 1, 950000, false);
+                assert_int_equal(devstat_capacity(&r), 2 * m);
+                ticks(&r, 2, 0, 1000000, true);
+                assert_int_equal(devstat_capacity(&r), 0);
         }
         /* Saturated with nothing written and no write waiting (reads): no figure for writes. */
         d = (DevStat) { .capacity = 16 * m };

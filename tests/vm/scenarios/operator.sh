@@ -391,6 +391,13 @@ if ! lifted_for_stop && lost_race; then
         note "RACE LOST: the daemon's first word after the stop was the cgroup gone, $(race_ms) ms after it (gone at ${removed_ms} ms as this loop saw it): systemd removed it before the daemon ran, the cap went with it"
     fi
     check_cmp "the daemon acted on the unit's stop, or saw its cgroup gone, within 1 s (ms)" "$(race_ms)" -le 1000
+    # A race lost, not a watch missing: systemd's word had a way in.
+    watch_up() {
+        journalctl -u mdreclaimd.service -b --no-pager -o json --until "@$(( t_stop / 1000000 ))" |
+            jq -r 'select((.MESSAGE | type) == "string") | .MESSAGE' |
+            grep -E "Watching systemd's units|went away" | tail -n 1 | grep -q "Watching systemd's units"
+    }
+    check "the unit watch was connected at the stop" watch_up
 else
     check "the daemon lifted the cap as the unit stopped (lift-cap to max, or drain-cap to >= 3/4 of the disk)" lifted_for_stop
     check "no io.max cap under the drain rate went with the cgroup (cgroup-gone)" no_cap_gone
