@@ -420,14 +420,18 @@ awk -v p="$band_pct" 'BEGIN { exit !(p < -10) }' && note "under the issue's band
 # Since 6.5 slab freed counts nowhere in a cgroup's reclaim, so a request the
 # cgroup's file pages cannot meet walks the kernel down to its last priority,
 # shrinking slab at each: on 6.12 one 128 KiB request freed the storm's whole
-# 33-35 MiB (three runs of four, MGLRU on or off). A request that freed 8x
+# 33-35 MiB (three runs of four, MGLRU on or off). A request that freed 4x
 # what it asked and a quarter of the cap or more is that batch, not the
-# daemon's asking: then the lower side is not the daemon's to hold, and the
-# miss is said with its figure (docs/lab/debian-13.md); the upper side is.
+# daemon's asking (file pages come back about as asked): then the lower side
+# is not the daemon's to hold, and the miss is said with its figure
+# (docs/lab/debian-13.md); the upper side is. 8x until ci44 on 6.1: 37 MiB
+# freed by 2 requests, mean -42.3 %, not counted as a batch. The requests
+# are printed.
+grep -o '/mdr-meta: reclaim [0-9]* bytes of [0-9]* asked' "$log" | sed 's/^/       /'
 batches=$(grep -o '/mdr-meta: reclaim [0-9]* bytes of [0-9]* asked' "$log" |
-    awk -v cap=$((meta_max_mib * 1048576)) '$3 >= 8 * $6 && 4 * $3 >= cap { n++ } END { print n + 0 }')
+    awk -v cap=$((meta_max_mib * 1048576)) '$3 >= 4 * $6 && 4 * $3 >= cap { n++ } END { print n + 0 }')
 if [ "$batches" -gt 0 ]; then
-    note "MISS of the band's lower side, the kernel's: $batches request(s) freed 8x what they asked and over a quarter of the cap; mean ${band_pct} %"
+    note "MISS of the band's lower side, the kernel's: $batches request(s) freed 4x what they asked and over a quarter of the cap; mean ${band_pct} %"
     check "the storm's slab over its second half at most +10 % of MetadataCacheMax (mean ${band_pct} %; lower side: the kernel's batch)" \
         awk -v p="$band_pct" 'BEGIN { exit !(p <= 10) }'
 else
