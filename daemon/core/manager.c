@@ -730,6 +730,7 @@ int manager_new(const ManagerArgs *args, Config *config, const char *cgroup_root
 typedef struct PrimeTask {
         Task task;
         int sys_fd, root_fd;            /* its own (dup()s): the loop may close its fds while it runs */
+        char *own;                      /* the daemon's cgroup (NULL: unknown) */
         int r;
         BlkThrottlePrimed primed;
 } PrimeTask;
@@ -737,13 +738,14 @@ typedef struct PrimeTask {
 static void prime_free(PrimeTask *p) {
         closep(&p->sys_fd);
         closep(&p->root_fd);
+        free(p->own);
         free(p);
 }
 
 static void prime_run(Task *t) {
         PrimeTask *p = (PrimeTask *) t;
 
-        p->r = blkthrottle_prime(p->sys_fd, p->root_fd, taskq_stopping, &p->primed);
+        p->r = blkthrottle_prime(p->sys_fd, p->root_fd, p->own, taskq_stopping, &p->primed);
 }
 
 static void prime_done(Task *t, void *userdata) {
@@ -761,9 +763,9 @@ static void prime_done(Task *t, void *userdata) {
                 log_debug("io.max's throttling readied on no disk (%zu refused)", d->failed);
         else
                 log_full_errno(d->slowest_usec >= 100 * USEC_PER_MSEC ? LOG_INFO : LOG_DEBUG, 0,
-                               "io.max's throttling readied on %zu disk(s) (the slowest, %" PRIu32 ":%" PRIu32
-                               ", in %" PRIu64 " ms), %zu refused", d->written, d->slowest_major,
-                               d->slowest_minor, d->slowest_usec / USEC_PER_MSEC, d->failed);
+                               "io.max's throttling readied on %zu disk(s) through /%s (the slowest, %" PRIu32
+                               ":%" PRIu32 ", in %" PRIu64 " ms), %zu refused", d->written, d->target,
+                               d->slowest_major, d->slowest_minor, d->slowest_usec / USEC_PER_MSEC, d->failed);
         if (*d->target && !d->removed)
                 log_notice("Cannot remove the cgroup %s/%s made to ready io.max's throttling; it holds nothing: "
                            "the next start removes it, or rmdir it by hand", m->observer->root->path, d->target);
@@ -790,7 +792,8 @@ static void prime_io_throttling(Manager *m) {
         }
         *p = (PrimeTask) { .task = { .run = prime_run, .done = prime_done, .drop = prime_drop },
                            .sys_fd = fcntl(m->observer->host->sys_fd, F_DUPFD_CLOEXEC, 3),
-                           .root_fd = fcntl(m->observer->root->fd, F_DUPFD_CLOEXEC, 3) };
+                           .root_fd = fcntl(m->observer->root->fd, F_DUPFD_CLOEXEC, 3),
+                           .own = host_read_own_cgroup(m->observer->host) };
         r = p->sys_fd < 0 || p->root_fd < 0 ? negative_errno() : taskq_submit(m->prime_queue, &p->task);
         if (r < 0) {
                 prime_free(p);

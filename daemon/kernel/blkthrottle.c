@@ -41,28 +41,53 @@ static bool disk_numbers(int sys_fd, const char *name, uint32_t *major, uint32_t
                size > 0;
 }
 
-int blkthrottle_prime(int sys_fd, int root_fd, bool (*stop)(void), BlkThrottlePrimed *ret) {
+/* The daemon's own cgroup (`own`, "/a/b"; not the root) when its io.max can be written: an fd of it. */
+static int open_own(int root_fd, const char *own) {
+        int fd;
+
+        if (!own || !own[0] || streq(own, "/"))
+                return -ENOENT;
+        fd = openat(root_fd, own + (own[0] == '/'), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (faccessat(fd, "io.max", W_OK, 0) < 0) {
+                close(fd);
+                return -EOPNOTSUPP;
+        }
+        return fd;
+}
+
+int blkthrottle_prime(int sys_fd, int root_fd, const char *own, bool (*stop)(void), BlkThrottlePrimed *ret) {
         BlkThrottlePrimed p = {};
         _cleanup_close_ int target_fd = -1;
+        bool made = false;
         struct dirent *de;
         DIR *d = NULL;
         int r = 0;
 
-        /* A cgroup of its own, for the moment of the writes: one the writes name a disk in shows that
-         * disk in its io.stat from then on (without figures), and nobody's cgroup should change. One
-         * name, so that what a killed run left is taken over and removed by the next. */
-        snprintf(p.target, sizeof(p.target), "%s", BLKTHROTTLE_CGROUP);
-        if (mkdirat(root_fd, p.target, 0755) < 0 && errno != EEXIST) {
-                r = negative_errno();
-                p.target[0] = '\0';
-                goto out;
+        /* The daemon's own cgroup first: the writes show the disks in its io.stat from then on
+         * (without figures), and that cgroup is nobody else's. Under its unit that is the way: the
+         * root's directory is 0555, and the unit keeps no CAP_DAC_OVERRIDE to make a cgroup there. */
+        target_fd = open_own(root_fd, own);
+        if (target_fd >= 0)
+                snprintf(p.target, sizeof(p.target), "%s", own + (own[0] == '/'));
+        else {
+                /* Else one of its own below the root, for the moment of the writes. One name, so that
+                 * what a killed run left is taken over and removed by the next. */
+                snprintf(p.target, sizeof(p.target), "%s", BLKTHROTTLE_CGROUP);
+                if (mkdirat(root_fd, p.target, 0755) < 0 && errno != EEXIST) {
+                        r = negative_errno();
+                        p.target[0] = '\0';
+                        goto out;
+                }
+                made = true;
+                target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (target_fd < 0)
+                        r = negative_errno();
+                else if (faccessat(target_fd, "io.max", W_OK, 0) < 0)
+                        r = -EOPNOTSUPP;        /* the io controller is not enabled below the root */
         }
-        target_fd = openat(root_fd, p.target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (target_fd < 0)
-                r = negative_errno();
-        else if (faccessat(target_fd, "io.max", W_OK, 0) < 0)
-                r = -EOPNOTSUPP;        /* the io controller is not enabled below the root */
-        else if (!(d = opendir_at(sys_fd, "block")))
+        if (r >= 0 && !(d = opendir_at(sys_fd, "block")))
                 r = negative_errno();
         while (d && (de = readdir(d)) && p.written + p.failed < BLKTHROTTLE_DISKS_MAX && !(stop && stop())) {
                 uint32_t major, minor;
@@ -88,7 +113,7 @@ int blkthrottle_prime(int sys_fd, int root_fd, bool (*stop)(void), BlkThrottlePr
                 closedir(d);
         closep(&target_fd);
         /* The readiness stays with the disk, not with the cgroup. */
-        p.removed = unlinkat(root_fd, p.target, AT_REMOVEDIR) >= 0;
+        p.removed = !made || unlinkat(root_fd, p.target, AT_REMOVEDIR) >= 0;
 out:
         *ret = p;
         return r;

@@ -27,22 +27,24 @@ typedef struct BlkThrottlePrimed {
         size_t failed;                  /* disks whose write the kernel refused (or a stop cut short) */
         uint32_t slowest_major, slowest_minor;
         uint64_t slowest_usec;          /* the longest single write (of `written`) */
-        bool removed;                   /* the cgroup made for the writes was removed after them */
-        char target[64];                /* that cgroup, relative to the root ("": it could not be made) */
+        bool removed;                   /* false: a cgroup made for the writes could not be removed */
+        char target[256];               /* the cgroup written through, relative to the root ("": none) */
 } BlkThrottlePrimed;
 
 /*
- * Makes a cgroup of its own below the cgroup root `root_fd`
- * (BLKTHROTTLE_CGROUP, or takes over the one a killed run left; a cgroup
- * the writes touch lists the disk in its io.stat from then on, so nobody
- * else's is used), writes "MAJ:MIN wbps=max" into its io.max for every disk
- * below sys_fd's block/ (whole disks with a size; not loop, nbd, optical,
- * ram, zram or floppy devices, whose queue may hold requests for good; at
- * most BLKTHROTTLE_DISKS_MAX), and removes the cgroup. It blocks for as long
- * as the kernel's freezes take: run it off the event loop, with `stop`
- * (NULL: none) asked before each disk. Returns -EOPNOTSUPP when the new
- * cgroup has no io.max (the io controller is not enabled below the root:
- * nothing can be capped either), the error of mkdir, open or readdir,
- * otherwise 0; *ret says what was done either way, the removal included.
+ * Writes "MAJ:MIN wbps=max" into an io.max for every disk below sys_fd's
+ * block/ (whole disks with a size; not loop, nbd, optical, ram, zram or
+ * floppy devices, whose queue may hold requests for good; at most
+ * BLKTHROTTLE_DISKS_MAX): the daemon's own cgroup's (`own`, relative to the
+ * root `root_fd`, "/system.slice/mdreclaimd.service"; NULL or "/": none)
+ * where it can be written, else a cgroup made for the moment below the root
+ * (BLKTHROTTLE_CGROUP, or the one a killed run left) and removed after. A
+ * cgroup the writes touch lists the disks in its io.stat from then on, so
+ * nobody else's is used. It blocks for as long as the kernel's freezes
+ * take: run it off the event loop, with `stop` (NULL: none) asked before
+ * each disk. Returns -EOPNOTSUPP when the cgroup made has no io.max (the io
+ * controller is not enabled below the root: nothing can be capped either),
+ * the error of mkdir, open or readdir, otherwise 0; *ret says what was done
+ * either way, the removal included.
  */
-int blkthrottle_prime(int sys_fd, int root_fd, bool (*stop)(void), BlkThrottlePrimed *ret);
+int blkthrottle_prime(int sys_fd, int root_fd, const char *own, bool (*stop)(void), BlkThrottlePrimed *ret);
