@@ -46,13 +46,69 @@ static int read_basic(sd_bus_message *m, char type, Value *v) {
         return 0;
 }
 
+/*
+ * Object keys, each kept once for the process: a list of 50,000 cgroups
+ * repeats the same thirty keys in every row, and a copy of each was most of
+ * what reading it allocated. Open addressing; the table lives until exit.
+ */
+static struct {
+        char **slots;
+        size_t size, n;         /* size: a power of two, at least twice n */
+} keys;
+
+static size_t key_hash(const char *s) {
+        size_t h = 5381;
+
+        for (; *s; s++)
+                h = h * 33 + (unsigned char) *s;
+        return h;
+}
+
+static int keys_grow(void) {
+        size_t size = keys.size ? keys.size * 2 : 64;
+        char **slots = calloc(size, sizeof(char *));
+
+        if (!slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < keys.size; i++)
+                if (keys.slots[i]) {
+                        size_t j = key_hash(keys.slots[i]) & (size - 1);
+
+                        while (slots[j])
+                                j = (j + 1) & (size - 1);
+                        slots[j] = keys.slots[i];
+                }
+        free(keys.slots);
+        keys.slots = slots;
+        keys.size = size;
+        return 0;
+}
+
+/* The interned copy of `key`, or NULL (out of memory). */
+static char *value_key(const char *key) {
+        size_t j;
+
+        if (keys.n * 2 >= keys.size && keys_grow() < 0)
+                return NULL;
+        for (j = key_hash(key) & (keys.size - 1); keys.slots[j]; j = (j + 1) & (keys.size - 1))
+                if (streq(keys.slots[j], key))
+                        return keys.slots[j];
+        keys.slots[j] = strdup(key);
+        if (keys.slots[j])
+                keys.n++;
+        return keys.slots[j];
+}
+
 /* The entries of an a{s...} as an object. */
 static int read_object(sd_bus_message *m, const char *contents, Value *v) {
-        _cleanup_free_ char *entry = strndup(contents + 1, strlen(contents) - 2);   /* "{sv}" -> "sv" */
+        char entry[64];         /* "{sv}" -> "sv" */
+        size_t len = strlen(contents);
         int r;
 
-        if (!entry)
-                return -ENOMEM;
+        if (len < 3 || len - 2 >= sizeof(entry))
+                return -EOPNOTSUPP;
+        memcpy(entry, contents + 1, len - 2);
+        entry[len - 2] = '\0';
         *v = (Value) { .kind = VALUE_OBJECT };
         for (;;) {
                 const char *key;
@@ -66,8 +122,9 @@ static int read_object(sd_bus_message *m, const char *contents, Value *v) {
                 r = sd_bus_message_read_basic(m, 's', &key);
                 if (r >= 0)
                         r = value_read(m, &tmp);
-                if (r >= 0 && !(tmp.key = strdup(key)))
+                if (r >= 0 && !(tmp.key = value_key(key)))
                         r = -ENOMEM;
+                tmp.key_shared = true;
                 if (r >= 0)
                         r = value_push(v, &item);
                 if (r < 0) {
@@ -129,7 +186,8 @@ void value_clear(Value *v) {
         for (size_t i = 0; i < v->n; i++)
                 value_clear(&v->items[i]);
         free(v->items);
-        free(v->key);
+        if (!v->key_shared)
+                free(v->key);
         free(v->s);
         *v = (Value) {};
 }

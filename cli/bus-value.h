@@ -26,11 +26,14 @@ typedef enum ValueKind {
 typedef struct Value {
         ValueKind kind;
         char *key;              /* for members of an object */
-        uint64_t u;
-        int64_t i;
-        double d;
-        bool b;
-        char *s;
+        bool key_shared;        /* the key is interned (value_key()), not the member's own */
+        union {                 /* by kind: a list of 50,000 rows holds 1.5 million of these */
+                uint64_t u;
+                int64_t i;
+                double d;
+                bool b;
+        };
+        char *s;                /* a string's (NULL for other kinds) */
         struct Value *items;    /* members or elements */
         size_t n;
 } Value;

@@ -49,22 +49,39 @@ static uint64_t figure(const Value *c, SortKey k) {
         }
 }
 
-static int compare(const void *x, const void *y, void *userdata) {
-        const Value *a = x, *b = y;
-        SortKey k = *(const SortKey *) userdata;
-        const char *pa = value_get_str(a, "path"), *pb = value_get_str(b, "path");
+/* A row's sort key, looked up once: a list of 50,000 rows is compared some 800,000 times. */
+typedef struct SortRow {
+        uint64_t figure;
+        const char *path;
+        Value row;
+} SortRow;
 
-        if (k != SORT_NAME) {
-                uint64_t fa = figure(a, k), fb = figure(b, k);
-                if (fa != fb)
-                        return fa > fb ? -1 : 1;
-        }
-        return strcmp(pa ? pa : "", pb ? pb : "");
+static int compare(const void *x, const void *y) {
+        const SortRow *a = x, *b = y;
+
+        if (a->figure != b->figure)
+                return a->figure > b->figure ? -1 : 1;
+        return strcmp(a->path, b->path);
 }
 
 void cgroups_sort(Value *list, SortKey k) {
-        if (list->kind == VALUE_ARRAY && list->n > 1)
-                qsort_r(list->items, list->n, sizeof(Value), compare, &k);
+        SortRow *rows;
+
+        if (list->kind != VALUE_ARRAY || list->n < 2)
+                return;
+        rows = calloc(list->n, sizeof(SortRow));
+        if (!rows)
+                return;         /* left in the daemon's order */
+        for (size_t i = 0; i < list->n; i++) {
+                const char *path = value_get_str(&list->items[i], "path");
+
+                rows[i] = (SortRow) { .figure = k == SORT_NAME ? 0 : figure(&list->items[i], k),
+                                      .path = path ? path : "", .row = list->items[i] };
+        }
+        qsort(rows, list->n, sizeof(SortRow), compare);
+        for (size_t i = 0; i < list->n; i++)
+                list->items[i] = rows[i].row;
+        free(rows);
 }
 
 const char *cell_size(char buf[static 32], const Value *v, const char *path) {

@@ -97,7 +97,7 @@ static int push_number(Value *event, ValueKind kind, uint64_t u) {
 
         if (r < 0)
                 return r;
-        *v = (Value) { .kind = kind, .u = u, .i = (int64_t) u };
+        *v = (Value) { .kind = kind, .u = u };     /* an INT reads the same bits as i */
         return 0;
 }
 

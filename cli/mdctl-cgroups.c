@@ -49,7 +49,7 @@ static const char *ppm_text(char buf[static 32], uint64_t ppm) {
 
 static void status_print(const Value *st) {
         uint64_t pid = 0, started = 0, n = 0, np = 0, pol = 0, trig = 0, wake = 0, interval = 0, ticks = 0,
-                 first = 0, next = 0, conns = 0;
+                 first = 0, next = 0, conns = 0, cold = 0, budget = 0, round = 0;
         const Value *files = value_get(st, "config_files");
         char span[32], iv[32];
 
@@ -65,6 +65,9 @@ static void status_print(const Value *st) {
         (void) value_get_u64(st, "events_first_seq", &first);
         (void) value_get_u64(st, "events_next_seq", &next);
         (void) value_get_u64(st, "connections", &conns);
+        (void) value_get_u64(st, "cold_sample_interval_usec", &cold);
+        (void) value_get_u64(st, "cold_sample_budget_ppm", &budget);
+        (void) value_get_u64(st, "cold_round_usec", &round);
         printf("mdreclaimd %s (pid %" PRIu64 "), up %s\n", or_dash(value_get_str(st, "version")), pid,
                format_span(span, u64_delta(now_usec(CLOCK_REALTIME), started)));
         field("Cgroup root", "%s", or_dash(value_get_str(st, "cgroup_root")));
@@ -74,6 +77,13 @@ static void status_print(const Value *st) {
               files && files->n == 1 ? "" : "s");
         field("PSI triggers", "%" PRIu64 " armed, %" PRIu64 " wakeups", trig, wake);
         field("Sampling", "every %s, %" PRIu64 " ticks", format_span(iv, interval), ticks);
+        {
+                char c[32], b[32], rd[32];
+
+                /* The others: each every ColdSampleInterval=, or slower where their budget runs out. */
+                field("Slow samples", "each cgroup every %s within %s of a core; last round %s%s", format_span(c, cold),
+                      ppm_text(b, budget), round ? "took " : "", round ? format_span(rd, round) : "not done yet");
+        }
         field("Events", "%" PRIu64 " recorded, %" PRIu64 " kept", next ? next - 1 : 0, next - first);
         field("Control", "%s, %" PRIu64 " connection%s", or_dash(value_get_str(st, "control_socket")), conns,
               conns == 1 ? "" : "s");

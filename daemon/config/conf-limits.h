@@ -18,6 +18,8 @@
 
 #define RESCAN_INTERVAL_DEFAULT_USEC (5 * USEC_PER_SEC)
 #define COLD_INTERVAL_DEFAULT_USEC (30 * USEC_PER_SEC)
+/* The share of a core the cold samples may take (0.5 %): at 10,000 cgroups the round is about 40 s. */
+#define COLD_BUDGET_DEFAULT_PPM 5000
 #define PRESSURE_WINDOW_DEFAULT_USEC USEC_PER_SEC
 #define SYSTEM_PRESSURE_THRESHOLD_DEFAULT_PPM 100000   /* 10% */
 #define IO_PRESSURE_LIMIT_DEFAULT_PPM 100000            /* 10% */

@@ -33,6 +33,7 @@ typedef struct DaemonSettings {
         uint64_t interval_usec;
         uint64_t rescan_interval_usec;
         uint64_t cold_interval_usec;    /* how often a cgroup no point governs is sampled */
+        uint32_t cold_budget_ppm;       /* ... at most this share of one core on those samples */
         uint64_t pressure_window_usec;          /* PSI trigger window */
         uint32_t system_pressure_threshold_ppm; /* host memory/io "some" trigger */
         int log_level;

@@ -14,12 +14,11 @@ static const char *name_of(const CgEntry *e) {
 }
 
 static void count_protected(Manager *m, ProtectionSummary *s) {
-        const CgTable *t = &m->observer->cgroups;
+        const CgEntry *e;
 
-        for (size_t i = 0; i < t->n; i++) {
-                const CgEntry *e = &t->entries[i];
-
-                if (e->gone || !e->policy || !e->policy->protect || e->policy->mode == POLICY_MODE_OFF)
+        /* A policy that is not off makes its cgroups hot: only those are looked at. */
+        for (size_t i = 0; (e = observer_next_hot(m->observer, &i));) {
+                if (!e->policy || !e->policy->protect || e->policy->mode == POLICY_MODE_OFF)
                         continue;
                 if (s->n_protected < PROTECTION_NAMES_MAX)
                         s->protected[s->n_protected] = name_of(e);

@@ -47,11 +47,14 @@ static uint64_t protection_of(const CgEntry *e) {
 static size_t gather(const AllocRunner *r, const Observer *o, ApCgroup *out, size_t max) {
         size_t n = 0;
 
-        for (size_t i = 0; i < o->cgroups.n && n < max; i++) {
-                const CgEntry *e = &o->cgroups.entries[i];
-                const CgroupSample *s = runner_governed_sample(e);
-                const CgroupSignals *g = &e->signals;
+        for (size_t i = 0; n < max;) {
+                const CgEntry *e = observer_next_hot(o, &i);
+                const CgroupSample *s = e ? runner_governed_sample(e) : NULL;
+                const CgroupSignals *g;
 
+                if (!e)
+                        break;
+                g = &e->signals;
                 if (!s || !(s->have & SAMPLE_MEMORY_STAT) || !(s->have & SAMPLE_MEMORY_CURRENT))
                         continue;
                 out[n++] = (ApCgroup) {

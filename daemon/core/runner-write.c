@@ -270,9 +270,13 @@ static size_t gather(const PointContext *ctx, const WritePointState *state, WpCg
         size_t n = 0, governed;
         bool protecting = false;
 
-        for (size_t i = 0; i < o->cgroups.n && n < max; i++) {
-                const CgEntry *e = &o->cgroups.entries[i];
-                const CgroupSample *s = runner_governed_sample(e);
+        for (size_t i = 0; n < max;) {
+                const CgEntry *e = observer_next_hot(o, &i);
+                const CgroupSample *s;
+
+                if (!e)
+                        break;
+                s = runner_governed_sample(e);
 
                 if (!s)
                         continue;

@@ -279,6 +279,19 @@ static size_t cold_quota(Observer *o, uint64_t now_usec) {
         return (size_t) MIN(q, (uint64_t) n_cold);
 }
 
+/* The cold samples' share of a core, as µs they may spend: accrued since the last pass, a burst at most. */
+static void cold_budget_accrue(Observer *o, uint64_t now_usec) {
+        uint64_t since;
+
+        if (!o->cold_budget_ppm)
+                return;
+        since = o->cold_budget_usec && now_usec > o->cold_budget_usec ? now_usec - o->cold_budget_usec :
+                o->cold_budget_usec ? 0 : USEC_PER_SEC;
+        o->cold_budget_usec = now_usec;
+        o->cold_budget_left += (int64_t) MIN(since * o->cold_budget_ppm / 1000000, (uint64_t) OBSERVER_COLD_BURST_USEC);
+        o->cold_budget_left = MIN(o->cold_budget_left, (int64_t) OBSERVER_COLD_BURST_USEC);
+}
+
 void observer_pass_begin(Observer *o, uint64_t now_usec) {
         observer_sample_host(o, now_usec);
         metadata_sample(o->host, &o->metadata);
@@ -291,6 +304,7 @@ void observer_pass_begin(Observer *o, uint64_t now_usec) {
         o->pass_gone = 0;
         o->pass_steps = 0;
         o->pass_quota = cold_quota(o, now_usec);
+        cold_budget_accrue(o, now_usec);
         o->pass_looked = 0;
 }
 
@@ -394,10 +408,15 @@ static int step_cold(Observer *o, Step *st) {
         size_t n = o->cgroups.n, i = cgtable_lower_bound(&o->cgroups, o->cold_next_id);
 
         for (; o->pass_quota > 0 && o->pass_looked < n; o->pass_looked++, i++) {
+                uint64_t t0;
                 CgEntry *e;
 
-                if (i >= o->cgroups.n)
+                if (i >= o->cgroups.n) {
                         i = 0;
+                        if (o->cold_round_began)
+                                o->cold_round_usec = u64_delta(st->now, o->cold_round_began);
+                        o->cold_round_began = st->now;
+                }
                 e = &o->cgroups.entries[i];
                 if (in_every(o, e)) {
                         o->cold_next_id = e->cg->id + 1;
@@ -405,9 +424,18 @@ static int step_cold(Observer *o, Step *st) {
                 }
                 if (step_spent(st))
                         return 0;
+                if (o->cold_budget_ppm && o->cold_budget_left <= 0) {
+                        /* Spent: the rest waits (the round takes longer), it is not owed. */
+                        o->cold_deferred += o->pass_quota;
+                        o->pass_quota = 0;
+                        break;
+                }
                 o->cold_next_id = e->cg->id + 1;
+                t0 = o->cold_budget_ppm ? now_usec(CLOCK_MONOTONIC) : 0;
                 if (pass_visit(o, e, st->now) < 0)
                         return -ENOMEM;
+                if (o->cold_budget_ppm)
+                        o->cold_budget_left -= (int64_t) u64_delta(now_usec(CLOCK_MONOTONIC), t0);
                 st->sampled++;
                 o->pass_quota--;
         }
@@ -450,6 +478,27 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot) {
                 (void) observer_attach(o, e);
         else if (was)
                 release(o, e);
+}
+
+CgEntry *observer_next_hot(const Observer *o, size_t *cursor) {
+        /* Every hot cgroup is on `every` (observer_set_hot() puts it there, and a pass keeps it); only
+         * when it could not grow is the list made again, at the next pass: then the table is read. */
+        if (o->every_stale) {
+                while (*cursor < o->cgroups.n) {
+                        CgEntry *e = &o->cgroups.entries[(*cursor)++];
+
+                        if (e->hot && !e->gone)
+                                return e;
+                }
+                return NULL;
+        }
+        while (*cursor < o->n_every) {
+                CgEntry *e = cgtable_find(&o->cgroups, o->every[(*cursor)++]);
+
+                if (e && e->hot && !e->gone)
+                        return e;
+        }
+        return NULL;
 }
 
 uint64_t observer_sample_age(const CgEntry *e, uint64_t now_usec) {

@@ -90,6 +90,14 @@ typedef struct Observer {
         uint64_t cold_credit;           /* cold samples owed, in µs of it (or in passes) times cgroups */
         uint64_t cold_pass_usec;        /* when the last pass began (its cold share counts from there) */
         uint64_t cold_next_id;          /* where the turn of the cold cgroups goes on */
+        /* What cold samples may cost: a share of one core (ColdSampleBudget=). Past it the rest of a
+         * pass's cold quota is put off, so a big tree stretches the cold round, not the daemon's CPU. */
+        uint64_t cold_budget_ppm;       /* 0: no bound */
+        int64_t cold_budget_left;       /* µs of it not spent yet (accrues with time, at most a burst) */
+        uint64_t cold_budget_usec;      /* when it last accrued */
+        uint64_t cold_deferred;         /* cold samples it put off, all told */
+        uint64_t cold_round_began;      /* when the turn last went round the table; 0: not yet */
+        uint64_t cold_round_usec;       /* how long the last whole round took; 0: none done yet */
         ColdDevice cold_devs[DEVSTAT_MAX];      /* devices cold cgroups wrote to, followed between turns */
         size_t n_cold_devs;
 
@@ -107,6 +115,9 @@ typedef struct Observer {
 #define OBSERVER_FD_RESERVE 96
 /* What a cgroup sampled from kept files holds: its directory, five files, two PSI triggers. */
 #define OBSERVER_FDS_PER_KEPT 8
+
+/* The most cold-sample time that can be saved up (µs): a burst after a quiet spell stays short. */
+#define OBSERVER_COLD_BURST_USEC (25 * USEC_PER_MSEC)
 
 /* A cold cgroup's limits are reread with every this many of its samples (two minutes at 30s). */
 #define OBSERVER_COLD_LIMITS_EVERY 4
@@ -165,6 +176,12 @@ void observer_every_rebuild(Observer *o);
 
 /* Moves a cgroup between the tiers; a cgroup that turns cold lets go of its fds. */
 void observer_set_hot(Observer *o, CgEntry *e, bool hot);
+/*
+ * The governed cgroups (hot, not found gone), in id order, without a look at
+ * any other entry: `*cursor` from 0, NULL after the last. Pointers stay good
+ * until the table changes.
+ */
+CgEntry *observer_next_hot(const Observer *o, size_t *cursor);
 
 /*
  * Every cold cgroup is sampled at each of the next two passes, as a writer

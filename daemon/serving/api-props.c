@@ -87,15 +87,13 @@ static const char *unit_or_path(const Manager *m, uint64_t id, const char *path)
 }
 
 static int collect_protected(const Manager *m, Items *it) {
-        const CgTable *t = &m->observer->cgroups;
+        const CgEntry *e;
         int r = 0;
 
-        for (size_t i = 0; r >= 0 && i < t->n; i++) {
-                const CgEntry *e = &t->entries[i];
-
-                if (!e->gone && e->policy && e->policy->protect)
+        /* Governed cgroups only (Mode=off protects nothing): the hot ones, no look at the others. */
+        for (size_t i = 0; r >= 0 && (e = observer_next_hot(m->observer, &i));)
+                if (e->policy && e->policy->protect && e->policy->mode != POLICY_MODE_OFF)
                         r = items_add(it, e->unit ?: e->cg->path);
-        }
         return r;
 }
 

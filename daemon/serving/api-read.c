@@ -62,6 +62,18 @@ static int status_counts(sd_bus_message *r, BusConnection *c) {
         k = bus_dict_u64(r, "rescan_interval_usec", m->config->daemon.rescan_interval_usec);
         if (k < 0)
                 return k;
+        k = bus_dict_u64(r, "cold_sample_interval_usec", m->config->daemon.cold_interval_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "cold_sample_budget_ppm", m->config->daemon.cold_budget_ppm);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "cold_round_usec", m->observer->cold_round_usec);
+        if (k < 0)
+                return k;
+        k = bus_dict_u64(r, "cold_samples_deferred", m->observer->cold_deferred);
+        if (k < 0)
+                return k;
         k = bus_dict_u64(r, "events_first_seq", event_log_first(m->events));
         if (k < 0)
                 return k;

@@ -33,11 +33,27 @@ static void json_chars(FILE *f, const char *s) {
                 json_char(f, *p);
 }
 
+/* How many bytes from s stand as they are in JSON and in names: printable ASCII but '"' and '\\'. */
+static size_t plain_run(const char *s) {
+        size_t n = 0;
+
+        while ((unsigned char) s[n] >= 0x20 && (unsigned char) s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
+                n++;
+        return n;
+}
+
 void json_string(FILE *f, const char *s) {
         fputc('"', f);
         while (*s) {
                 char piece[NAME_PIECE_MAX];
-                size_t n = name_escape_piece(s, piece);
+                size_t n = plain_run(s);
+
+                if (n > 0) {
+                        fwrite(s, 1, n, f);
+                        s += n;
+                        continue;
+                }
+                n = name_escape_piece(s, piece);
 
                 /* Text keeps its backslashes and control characters (JSON has its own escapes for
                  * them); only a byte that is not UTF-8 takes the escape of names. */
@@ -54,7 +70,13 @@ void json_name(FILE *f, const char *s) {
         fputc('"', f);
         while (*s) {
                 char piece[NAME_PIECE_MAX];
+                size_t n = plain_run(s);
 
+                if (n > 0) {
+                        fwrite(s, 1, n, f);
+                        s += n;
+                        continue;
+                }
                 s += name_escape_piece(s, piece);
                 json_chars(f, piece);
         }

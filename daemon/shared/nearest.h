@@ -15,6 +15,9 @@
 
 /* The optimal string alignment distance of a and b; SIZE_MAX when either is longer than NEAREST_NAME_MAX. */
 size_t name_distance(const char *a, const char *b);
+/* The same where it is at most `max`, SIZE_MAX otherwise: stops as soon as nothing nearer can come, so
+ * that a name of another length, or one far off from its first characters, costs next to nothing. */
+size_t name_distance_within(const char *a, const char *b, size_t max);
 
 /*
  * The up to NEAREST_MAX names nearest to `want`, nearest first (equal
@@ -24,6 +27,7 @@ size_t name_distance(const char *a, const char *b);
  */
 typedef struct NearestNames {
         const char *want;
+        size_t want_len, limit;
         const char *names[NEAREST_MAX];
         size_t distances[NEAREST_MAX];
         size_t n;

@@ -35,11 +35,22 @@ stat_file() {
     done
 }
 # make_cgroup DIR: a cgroup's files, as the kernel shows them; made aside and moved into place, as
-# cgroupfs makes a cgroup whole at its mkdir.
+# cgroupfs makes a cgroup whole at its mkdir. The root's cgroup.stat counts it, as the kernel's does (a
+# count the events do not explain makes the daemon walk the tree: their safety net).
+descendants() { # ROOT DELTA
+    local n
+    n=$(awk '$1 == "nr_descendants" { print $2 }' "$1/cgroup.stat")
+    printf 'nr_descendants %d\nnr_dying_descendants 0\n' "$(( n + $2 ))" > "$1/cgroup.stat"
+}
 make_cgroup() {
     rm -rf "$work/stage"
     cp -r "$work/template" "$work/stage"
     mv "$work/stage" "$1"
+    descendants "$(dirname "$1")" 1
+}
+remove_cgroup() {
+    rm -rf "$1"
+    descendants "$(dirname "$1")" -1
 }
 mkdir -p "$work/template"
 stat_file > "$work/template/memory.stat"
@@ -87,7 +98,7 @@ for n in $sizes; do
         echo "  cpu $2: $(awk -v d=$(( b - a )) -v hz="$hz" -v s="$1" 'BEGIN { printf "%.2f", d * 100 / hz / s }') % of a core"
     }
     window "${MDR_BENCH_WINDOW:-60}" idle
-    ( for i in $(seq 1 6); do make_cgroup "$root/churn$i"; sleep 5; rm -rf "$root/churn$i"; sleep 5; done ) &
+    ( for i in $(seq 1 6); do make_cgroup "$root/churn$i"; sleep 5; remove_cgroup "$root/churn$i"; sleep 5; done ) &
     window "${MDR_BENCH_WINDOW:-60}" "with a cgroup made or removed every 5 s"
     wait $!
     ( end=$(( $(date +%s) + 20 )); while [ "$(date +%s)" -lt "$end" ]; do

@@ -29,6 +29,33 @@ static void test_distance(void **state) {
         assert_int_equal(name_distance(longer, longer), 0);
 }
 
+/* The bounded distance agrees with the whole one wherever it is within the bound, and says SIZE_MAX past
+ * it: over every pair of short names from a small alphabet (swaps, lengths apart, far-off starts). */
+static void test_distance_within(void **state) {
+        static const char letters[] = "ab.";
+        char a[6], b[6];
+
+        for (unsigned x = 0; x < 3 * 3 * 3 * 3 * 3; x++)
+                for (unsigned y = 0; y < 3 * 3 * 3 * 3; y += 1) {
+                        size_t la = 1 + x % 5, lb = y % 4;
+                        unsigned v = x, w = y;
+
+                        for (size_t i = 0; i < la; i++, v /= 3)
+                                a[i] = letters[v % 3];
+                        a[la] = '\0';
+                        for (size_t i = 0; i < lb; i++, w /= 3)
+                                b[i] = letters[w % 3];
+                        b[lb] = '\0';
+                        for (size_t max = 0; max <= 6; max++) {
+                                size_t d = name_distance(a, b);
+
+                                assert_true(name_distance_within(a, b, max) == (d <= max ? d : SIZE_MAX));
+                        }
+                }
+        assert_true(name_distance_within("db.service", "a-very-long-name.service", 3) == SIZE_MAX);
+        assert_int_equal(name_distance_within("ngnix.service", "nginx.service", 1), 1);
+}
+
 static void test_nearest(void **state) {
         static const char *const seen[] = {
                 "db.service", "nginx.service", "ngin.service", "writer.service", "nginx.service",
@@ -69,6 +96,7 @@ static void test_nearest(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_distance),
+                cmocka_unit_test(test_distance_within),
                 cmocka_unit_test(test_nearest),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
