@@ -65,8 +65,6 @@ static void status_print(const Value *st) {
         (void) value_get_u64(st, "events_first_seq", &first);
         (void) value_get_u64(st, "events_next_seq", &next);
         (void) value_get_u64(st, "connections", &conns);
-        (void) value_get_u64(st, "cold_sample_interval_usec", &cold);
-        (void) value_get_u64(st, "cold_sample_budget_ppm", &budget);
         (void) value_get_u64(st, "cold_round_usec", &round);
         printf("mdreclaimd %s (pid %" PRIu64 "), up %s\n", or_dash(value_get_str(st, "version")), pid,
                format_span(span, u64_delta(now_usec(CLOCK_REALTIME), started)));
@@ -77,12 +75,18 @@ static void status_print(const Value *st) {
               files && files->n == 1 ? "" : "s");
         field("PSI triggers", "%" PRIu64 " armed, %" PRIu64 " wakeups", trig, wake);
         field("Sampling", "every %s, %" PRIu64 " ticks", format_span(iv, interval), ticks);
-        {
+        if (value_get_u64(st, "cold_sample_interval_usec", &cold) && value_get_u64(st, "cold_sample_budget_ppm", &budget)) {
                 char c[32], b[32], rd[32];
+                size_t len;
 
-                /* The others: each every ColdSampleInterval=, or slower where their budget runs out. */
-                field("Slow samples", "each cgroup every %s within %s of a core; last round %s%s", format_span(c, cold),
-                      ppm_text(b, budget), round ? "took " : "", round ? format_span(rd, round) : "not done yet");
+                /* The others: each every ColdSampleInterval=, or slower where their budget runs out. The
+                 * budget as configured: up to four decimals, no trailing zeros. */
+                snprintf(b, sizeof(b), "%" PRIu64 ".%04" PRIu64, budget / 10000, budget % 10000);
+                for (len = strlen(b); b[len - 1] == '0'; len--)
+                        ;
+                b[b[len - 1] == '.' ? len - 1 : len] = '\0';
+                field("Slow samples", "each cgroup every %s within %s%% of a core; last round %s%s",
+                      format_span(c, cold), b, round ? "took " : "", round ? format_span(rd, round) : "not done yet");
         }
         field("Events", "%" PRIu64 " recorded, %" PRIu64 " kept", next ? next - 1 : 0, next - first);
         field("Control", "%s, %" PRIu64 " connection%s", or_dash(value_get_str(st, "control_socket")), conns,

@@ -151,10 +151,13 @@ void trigger_set_reconcile(TriggerSet *s, Observer *o, const Config *c) {
                 s->triggers[i]->mark = false;
         want(s, window, o->host->proc_fd, "the host", 0, PSI_RESOURCE_MEMORY, d->system_pressure_threshold_ppm);
         want(s, window, o->host->proc_fd, "the host", 0, PSI_RESOURCE_IO, d->system_pressure_threshold_ppm);
-        for (size_t i = 0; i < o->cgroups.n; i++) {
-                CgEntry *e = &o->cgroups.entries[i];
+        /* The governed cgroups are the hot ones: no look at the others. */
+        for (size_t i = 0;;) {
+                CgEntry *e = observer_next_hot(o, &i);
 
-                if (e->policy && e->policy->mode != POLICY_MODE_OFF && !e->gone)
+                if (!e)
+                        break;
+                if (e->policy && e->policy->mode != POLICY_MODE_OFF)
                         want_cgroup(s, window, o, e, d);
         }
         for (size_t i = s->n; i > 0; i--)

@@ -269,6 +269,8 @@ static size_t cold_quota(Observer *o, uint64_t now_usec) {
         size_t n_cold = o->cgroups.n > o->n_every ? o->cgroups.n - o->n_every : 0;
         uint64_t unit = o->cold_interval_usec ?: MAX(o->cold_every, 1u), q;
 
+        if (n_cold == 0)
+                o->cold_round_began = o->cold_round_usec = 0;   /* no round to speak of */
         if (!o->cold_interval_usec)
                 o->cold_credit += n_cold;
         else if (o->cold_pass_usec && now_usec > o->cold_pass_usec)
@@ -281,15 +283,22 @@ static size_t cold_quota(Observer *o, uint64_t now_usec) {
 
 /* The cold samples' share of a core, as µs they may spend: accrued since the last pass, a burst at most. */
 static void cold_budget_accrue(Observer *o, uint64_t now_usec) {
-        uint64_t since;
+        uint64_t since, ppm = MIN(o->cold_budget_ppm, (uint64_t) 1000000);
+        int64_t cap;
 
-        if (!o->cold_budget_ppm)
+        if (!ppm)
                 return;
         since = o->cold_budget_usec && now_usec > o->cold_budget_usec ? now_usec - o->cold_budget_usec :
                 o->cold_budget_usec ? 0 : USEC_PER_SEC;
+        since = MIN(since, (uint64_t) 3600 * USEC_PER_SEC);
         o->cold_budget_usec = now_usec;
-        o->cold_budget_left += (int64_t) MIN(since * o->cold_budget_ppm / 1000000, (uint64_t) OBSERVER_COLD_BURST_USEC);
-        o->cold_budget_left = MIN(o->cold_budget_left, (int64_t) OBSERVER_COLD_BURST_USEC);
+        cap = (int64_t) MAX((uint64_t) OBSERVER_COLD_BURST_USEC * 1000000, 2 * since * ppm);
+        o->cold_budget_left = MIN(MAX(o->cold_budget_left + (int64_t) (since * ppm), -cap), cap);
+}
+
+/* CPU time of this thread (µs): what a cold sample costs, not the time it was preempted. */
+static uint64_t thread_cpu_usec(void) {
+        return now_usec(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void observer_pass_begin(Observer *o, uint64_t now_usec) {
@@ -413,6 +422,8 @@ static int step_cold(Observer *o, Step *st) {
 
                 if (i >= o->cgroups.n) {
                         i = 0;
+                        /* From the start again: a step that stops here must not wrap once more. */
+                        o->cold_next_id = 0;
                         if (o->cold_round_began)
                                 o->cold_round_usec = u64_delta(st->now, o->cold_round_began);
                         o->cold_round_began = st->now;
@@ -431,11 +442,12 @@ static int step_cold(Observer *o, Step *st) {
                         break;
                 }
                 o->cold_next_id = e->cg->id + 1;
-                t0 = o->cold_budget_ppm ? now_usec(CLOCK_MONOTONIC) : 0;
+                t0 = o->cold_budget_ppm ? thread_cpu_usec() : 0;
                 if (pass_visit(o, e, st->now) < 0)
                         return -ENOMEM;
                 if (o->cold_budget_ppm)
-                        o->cold_budget_left -= (int64_t) u64_delta(now_usec(CLOCK_MONOTONIC), t0);
+                        o->cold_budget_left -= (int64_t) MIN(u64_delta(thread_cpu_usec(), t0), (uint64_t) INT32_MAX) *
+                                               1000000;
                 st->sampled++;
                 o->pass_quota--;
         }

@@ -93,7 +93,8 @@ typedef struct Observer {
         /* What cold samples may cost: a share of one core (ColdSampleBudget=). Past it the rest of a
          * pass's cold quota is put off, so a big tree stretches the cold round, not the daemon's CPU. */
         uint64_t cold_budget_ppm;       /* 0: no bound */
-        int64_t cold_budget_left;       /* µs of it not spent yet (accrues with time, at most a burst) */
+        int64_t cold_budget_left;       /* CPU not spent yet, in µs times ppm (so that no fraction of a
+                                         * µs is lost at each pass): accrues with time, spent by samples */
         uint64_t cold_budget_usec;      /* when it last accrued */
         uint64_t cold_deferred;         /* cold samples it put off, all told */
         uint64_t cold_round_began;      /* when the turn last went round the table; 0: not yet */
@@ -116,7 +117,8 @@ typedef struct Observer {
 /* What a cgroup sampled from kept files holds: its directory, five files, two PSI triggers. */
 #define OBSERVER_FDS_PER_KEPT 8
 
-/* The most cold-sample time that can be saved up (µs): a burst after a quiet spell stays short. */
+/* The most cold-sample time that can be saved up (µs), or two passes' share where that is more: a
+ * burst after a quiet spell stays short; a debt (a sample that took long) is owed no further back. */
 #define OBSERVER_COLD_BURST_USEC (25 * USEC_PER_MSEC)
 
 /* A cold cgroup's limits are reread with every this many of its samples (two minutes at 30s). */
