@@ -10,7 +10,8 @@
 # Per N: the daemon's start (to the control socket's first answer), its CPU
 # over 60 s idle and over 60 s with a cgroup made or removed every 5 s, over
 # 20 s of `mdctl show` of names that are nowhere (as fast as one client goes),
-# RSS and PSS, `mdctl --json list` (wall time), and how long a cgroup made
+# RSS and PSS, `mdctl --json list` (wall time), how long the last round of
+# slow samples took (ColdSampleBudget= stretches it), and how long a cgroup made
 # takes to be counted (mkdir to `mdctl status`; mdctl's start included).
 set -eu
 build=${1:?usage: daemon-fixture.sh BUILD_DIR [N...]}; shift
@@ -112,6 +113,9 @@ for n in $sizes; do
     echo "  mdctl --json list: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
     t0=$(date +%s%N); mdctl --json status > /dev/null
     echo "  mdctl --json status alone: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+    echo "  slow samples: the last round over the cold cgroups took" \
+         "$(mdctl --json status | jq '.cold_round_usec / 1e6 | floor') s" \
+         "($(mdctl --json status | jq .cold_samples_deferred) put off by ColdSampleBudget=)"
     for i in 1 2 3; do
         before=$(mdctl --json status | jq .cgroups)
         t0=$(date +%s%N)
