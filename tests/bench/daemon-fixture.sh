@@ -113,9 +113,10 @@ for n in $sizes; do
     echo "  mdctl --json list: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
     t0=$(date +%s%N); mdctl --json status > /dev/null
     echo "  mdctl --json status alone: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-    echo "  slow samples: the last round over the cold cgroups took" \
-         "$(mdctl --json status | jq '.cold_round_usec / 1e6 | floor') s" \
-         "($(mdctl --json status | jq .cold_samples_deferred) put off by ColdSampleBudget=)"
+    echo "  slow samples: the last round over the cold cgroups:" \
+         "$(mdctl --json status | jq -r 'if .cold_round_usec > 0 then "took \(.cold_round_usec / 1e6 | floor) s"
+                                          else "none done yet" end')" \
+         "($(mdctl --json status | jq .cold_samples_deferred) samples put off by ColdSampleBudget=)"
     for i in 1 2 3; do
         before=$(mdctl --json status | jq .cgroups)
         t0=$(date +%s%N)

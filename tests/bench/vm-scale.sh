@@ -110,8 +110,9 @@ for i in 1 2 3 4 5; do
     sleep 1
 done
 t0=$(date +%s%N); mdctl --json status > /dev/null; note "one mdctl status alone: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-note "slow samples: the last round took $(mdctl --json status | jq '.cold_round_usec / 1e6 | floor') s" \
-     "($(mdctl --json status | jq .cold_samples_deferred) put off by ColdSampleBudget=)"
+note "slow samples, the last round: $(mdctl --json status | jq -r 'if .cold_round_usec > 0 then
+                                        "took \(.cold_round_usec / 1e6 | floor) s" else "none done yet" end')" \
+     "($(mdctl --json status | jq .cold_samples_deferred) samples put off by ColdSampleBudget=)"
 
 echo "== churn: a cgroup made or removed every 5 s"
 ( for i in $(seq 1 6); do mkdir "$many/churn$i"; sleep 5; rmdir "$many/churn$i"; sleep 5; done ) &
