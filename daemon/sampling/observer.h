@@ -181,7 +181,9 @@ void observer_set_hot(Observer *o, CgEntry *e, bool hot);
 /*
  * The governed cgroups (hot, not found gone), in id order, without a look at
  * any other entry: `*cursor` from 0, NULL after the last. Pointers stay good
- * until the table changes.
+ * until the table changes. The loop's body must not warm a cgroup nor make
+ * one hot (observer_warm(), observer_set_hot()): the list it walks would
+ * shift under the cursor.
  */
 CgEntry *observer_next_hot(const Observer *o, size_t *cursor);
 
