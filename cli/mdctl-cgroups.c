@@ -85,8 +85,8 @@ static void status_print(const Value *st) {
                 for (len = strlen(b); b[len - 1] == '0'; len--)
                         ;
                 b[b[len - 1] == '.' ? len - 1 : len] = '\0';
-                field("Slow samples", "each cgroup every %s within %s%% of a core; last round %s%s",
-                      format_span(c, cold), b, round ? "took " : "", round ? format_span(rd, round) : "not done yet");
+                field("Slow samples", "every %s, at most %s%% of a core; %s%s", format_span(c, cold), b,
+                      round ? "last round " : "no round done yet", round ? format_span(rd, round) : "");
         }
         field("Events", "%" PRIu64 " recorded, %" PRIu64 " kept", next ? next - 1 : 0, next - first);
         field("Control", "%s, %" PRIu64 " connection%s", or_dash(value_get_str(st, "control_socket")), conns,
