@@ -281,6 +281,7 @@ int manager_rescan(Manager *m) {
                                                  UINT64_C(1));
         m->observer->cold_interval_usec = m->config->daemon.cold_interval_usec;
         m->observer->cold_budget_ppm = m->config->daemon.cold_budget_ppm;
+        m->observer->tick_usec = m->config->daemon.interval_usec;
         /* The cgroups and the policies change only with a walk, an event or a reload: not every rescan
          * matches every cgroup against every policy again. */
         if (m->policies_walks != m->observer->walks || m->policies_generation != m->config_generation)

@@ -290,7 +290,8 @@ static void cold_budget_accrue(Observer *o, uint64_t now_usec) {
                 return;
         since = o->cold_budget_usec && now_usec > o->cold_budget_usec ? now_usec - o->cold_budget_usec :
                 o->cold_budget_usec ? 0 : USEC_PER_SEC;
-        since = MIN(since, (uint64_t) 3600 * USEC_PER_SEC);
+        /* A loop that stalled (stopped, blocked) earns no more than two ticks' share for it. */
+        since = MIN(since, o->tick_usec ? 2 * o->tick_usec : (uint64_t) 3600 * USEC_PER_SEC);
         o->cold_budget_usec = now_usec;
         cap = (int64_t) MAX((uint64_t) OBSERVER_COLD_BURST_USEC * 1000000, 2 * since * ppm);
         o->cold_budget_left = MIN(MAX(o->cold_budget_left + (int64_t) (since * ppm), -cap), cap);

@@ -93,6 +93,7 @@ typedef struct Observer {
         /* What cold samples may cost: a share of one core (ColdSampleBudget=). Past it the rest of a
          * pass's cold quota is put off, so a big tree stretches the cold round, not the daemon's CPU. */
         uint64_t cold_budget_ppm;       /* 0: no bound */
+        uint64_t tick_usec;             /* the manager's tick (a pass's span, for the budget); 0: unknown */
         int64_t cold_budget_left;       /* CPU not spent yet, in µs times ppm (so that no fraction of a
                                          * µs is lost at each pass): accrues with time, spent by samples */
         uint64_t cold_budget_usec;      /* when it last accrued */
