@@ -25,8 +25,8 @@ typedef enum ValueKind {
 
 typedef struct Value {
         ValueKind kind;
-        char *key;              /* for members of an object */
         bool key_shared;        /* the key is interned (value_key()), not the member's own */
+        char *key;              /* for members of an object */
         union {                 /* by kind: a list of 50,000 rows holds 1.5 million of these */
                 uint64_t u;
                 int64_t i;
