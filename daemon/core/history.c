@@ -18,32 +18,53 @@
  * same machine):
  *
  *   header   "MDRHIST" NUL, u32 version, u32 sizeof(HistoryPacked), u32 tracks, u32 0
- *   track    u32 path length (0: the host), u32 samples, the path (no NUL), the samples oldest first
+ *   track    u32 path length (0: the host), u32 merged samples, u32 samples in the partial one (0: none),
+ *            u32 samples as taken, the path (no NUL), the merged samples oldest first, the partial one
+ *            (if any), those as taken oldest first
  *   trailer  u64 FNV-1a of every byte before it
+ *
+ * Version 2, before the coarse tier, had no count of merged samples; it is
+ * read as samples taken, and the older part of them merged as they come.
  */
+#define HISTORY_FILE_VERSION_UNTIERED 2
 static const char history_magic[8] = "MDRHIST";
 #define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 #define FNV_PRIME UINT64_C(0x100000001b3)
 
 /* The largest file a history of these bounds writes: a longer one is not ours. */
 static uint64_t history_file_max(const History *h) {
-        uint64_t per_track = 8 + PATH_MAX + (uint64_t) h->capacity * sizeof(HistorySample);
+        uint64_t per_track = 16 + PATH_MAX + (uint64_t) (h->capacity + 1) * sizeof(HistorySample);
 
         return 24 + (h->max_cgroups + 1) * per_track + 8;
 }
 
-int history_new(size_t capacity, size_t max_cgroups, History **ret) {
+/* A track's rings, empty. */
+static int track_alloc(const History *h, HistoryTrack *t) {
+        t->ring = calloc(h->fine, sizeof(HistoryPacked));
+        t->coarse = h->coarse ? calloc(h->coarse, sizeof(HistoryPacked)) : NULL;
+        if (!t->ring || (h->coarse && !t->coarse)) {
+                free(t->ring);
+                free(t->coarse);
+                t->ring = t->coarse = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int history_new_tiered(size_t capacity, size_t fine, size_t factor, size_t max_cgroups, History **ret) {
         History *h;
 
-        if (capacity == 0 || capacity > HISTORY_SAMPLES_MAX || max_cgroups > HISTORY_CGROUPS_MAX)
+        if (capacity == 0 || capacity > HISTORY_SAMPLES_MAX || max_cgroups > HISTORY_CGROUPS_MAX || fine == 0 ||
+            fine > capacity || factor < 2)
                 return -EINVAL;
         h = calloc(1, sizeof(History));
         if (!h)
                 return -ENOMEM;
-        *h = (History) { .capacity = capacity, .max_cgroups = max_cgroups };
-        h->host.ring = calloc(capacity, sizeof(HistoryPacked));
+        /* The coarse tier covers what the fine one leaves of the span, rounded up. */
+        *h = (History) { .capacity = capacity, .fine = fine, .factor = factor,
+                         .coarse = (capacity - fine + factor - 1) / factor, .max_cgroups = max_cgroups };
         h->tracks = calloc(MAX(max_cgroups, (size_t) 1), sizeof(HistoryTrack));
-        if (!h->host.ring || !h->tracks) {
+        if (!h->tracks || track_alloc(h, &h->host) < 0) {
                 history_free(h);
                 return -ENOMEM;
         }
@@ -51,10 +72,23 @@ int history_new(size_t capacity, size_t max_cgroups, History **ret) {
         return 0;
 }
 
+int history_new(size_t capacity, size_t max_cgroups, History **ret) {
+        return history_new_tiered(capacity, MIN(capacity, (size_t) HISTORY_FINE_DEFAULT), HISTORY_FACTOR_DEFAULT,
+                                  max_cgroups, ret);
+}
+
 static void track_clear(HistoryTrack *t) {
         free(t->path);
         free(t->ring);
+        free(t->coarse);
         *t = (HistoryTrack) {};
+}
+
+/* A track with no sample, its rings kept. */
+static void track_empty(HistoryTrack *t) {
+        t->oldest = t->n = 0;
+        t->coarse_oldest = t->n_coarse = t->n_partial = 0;
+        t->cursor.valid = false;
 }
 
 /* Drops every sample and every cgroup's track; the host's ring stays allocated. */
@@ -62,15 +96,14 @@ static void history_empty(History *h) {
         for (size_t i = 0; i < h->n_tracks; i++)
                 track_clear(&h->tracks[i]);
         h->n_tracks = 0;
-        h->host.oldest = h->host.n = 0;
-        h->host.cursor.valid = false;
+        track_empty(&h->host);
 }
 
 History *history_free(History *h) {
         if (!h)
                 return NULL;
         history_empty(h);
-        free(h->host.ring);
+        track_clear(&h->host);
         free(h->tracks);
         free(h);
         return NULL;
@@ -140,25 +173,117 @@ static HistorySample sample_unpack(const HistoryPacked *p) {
 }
 
 static const HistoryPacked *slot(const History *h, const HistoryTrack *t, size_t i) {
-        return &t->ring[(t->oldest + i) % h->capacity];
+        return &t->ring[(t->oldest + i) % h->fine];
+}
+
+static const HistoryPacked *coarse_slot(const History *h, const HistoryTrack *t, size_t i) {
+        return &t->coarse[(t->coarse_oldest + i) % h->coarse];
 }
 
 HistorySample history_track_get(const History *h, const HistoryTrack *t, size_t i) {
+        if (i < t->n_coarse)
+                return sample_unpack(coarse_slot(h, t, i));
+        i -= t->n_coarse;
+        if (t->n_partial > 0 && i-- == 0)
+                return sample_unpack(&t->partial);
         return sample_unpack(slot(h, t, i));
 }
 
 static const HistoryPacked *track_newest(const History *h, const HistoryTrack *t) {
-        return t->n > 0 ? slot(h, t, t->n - 1) : NULL;
+        if (t->n > 0)
+                return slot(h, t, t->n - 1);
+        if (t->n_partial > 0)
+                return &t->partial;
+        return t->n_coarse > 0 ? coarse_slot(h, t, t->n_coarse - 1) : NULL;
+}
+
+/* Drops a track's newest sample, of whichever tier holds it (there is one). */
+static void track_drop_newest(HistoryTrack *t) {
+        if (t->n > 0)
+                t->n--;
+        else if (t->n_partial > 0)
+                t->n_partial = 0;
+        else
+                t->n_coarse--;
+}
+
+/* Figures held in 32 bits with UINT32_MAX for "none" (HISTORY_NONE), merged. */
+static uint32_t add_u32(uint32_t a, uint32_t b) {
+        if (a == UINT32_MAX || b == UINT32_MAX)
+                return a == UINT32_MAX ? b : a;
+        return (uint32_t) MIN((uint64_t) a + b, (uint64_t) UINT32_MAX - 1);
+}
+
+static uint32_t peak_u32(uint32_t a, uint32_t b) {
+        if (a == UINT32_MAX || b == UINT32_MAX)
+                return a == UINT32_MAX ? b : a;
+        return MAX(a, b);
+}
+
+/* The mean of two rates over the time each covers (a tick with no interval yet weighs as one µs). */
+static uint32_t mean_u32(uint32_t a, uint64_t a_usec, uint32_t b, uint64_t b_usec) {
+        if (a == UINT32_MAX || b == UINT32_MAX)
+                return a == UINT32_MAX ? b : a;
+        a_usec = MAX(a_usec, (uint64_t) 1);
+        b_usec = MAX(b_usec, (uint64_t) 1);
+        return (uint32_t) (((uint64_t) a * a_usec + (uint64_t) b * b_usec + (a_usec + b_usec) / 2) /
+                           (a_usec + b_usec));
+}
+
+/* `s`, which is newer, merged into `m`: one sample that covers both spans (HistoryTrack says how). */
+static void sample_merge(HistoryPacked *m, const HistoryPacked *s) {
+        /* The rate's weight is the time its known figures cover: the merged interval, unless unknown. */
+        uint64_t m_usec = m->write_rate_kib == UINT32_MAX ? 0 : m->interval_usec;
+
+        m->write_rate_kib = mean_u32(m->write_rate_kib, m_usec, s->write_rate_kib, s->interval_usec);
+        m->realtime_usec = s->realtime_usec;
+        m->interval_usec = add_u32(m->interval_usec, s->interval_usec);
+        m->memory_kib = peak_u32(m->memory_kib, s->memory_kib);
+        m->file_kib = peak_u32(m->file_kib, s->file_kib);
+        m->dirty_kib = peak_u32(m->dirty_kib, s->dirty_kib);
+        m->slab_reclaimable_kib = peak_u32(m->slab_reclaimable_kib, s->slab_reclaimable_kib);
+        m->memory_stall_usec = add_u32(m->memory_stall_usec, s->memory_stall_usec);
+        m->io_stall_usec = add_u32(m->io_stall_usec, s->io_stall_usec);
+        /* "None" is UINT32_MAX, so the lowest in force wins over it. */
+        m->memory_high_kib = MIN(m->memory_high_kib, s->memory_high_kib);
+        m->wbps_cap_kib = MIN(m->wbps_cap_kib, s->wbps_cap_kib);
+}
+
+/* A merged sample as the newest of the coarse ring, the oldest falling out of a full one. */
+static void coarse_push(const History *h, HistoryTrack *t, const HistoryPacked *s) {
+        if (t->n_coarse < h->coarse) {
+                t->coarse[(t->coarse_oldest + t->n_coarse) % h->coarse] = *s;
+                t->n_coarse++;
+                return;
+        }
+        t->coarse[t->coarse_oldest] = *s;
+        t->coarse_oldest = (t->coarse_oldest + 1) % h->coarse;
+}
+
+/* A sample that leaves the fine ring: merged into the partial one, which joins the coarse ring once whole;
+ * with no coarse tier, it goes. */
+static void track_retire(const History *h, HistoryTrack *t, const HistoryPacked *s) {
+        if (h->coarse == 0)
+                return;
+        if (t->n_partial == 0)
+                t->partial = *s;
+        else
+                sample_merge(&t->partial, s);
+        if (++t->n_partial < h->factor)
+                return;
+        coarse_push(h, t, &t->partial);
+        t->n_partial = 0;
 }
 
 static void track_push(History *h, HistoryTrack *t, const HistoryPacked *s) {
-        if (t->n < h->capacity) {
-                t->ring[(t->oldest + t->n) % h->capacity] = *s;
+        if (t->n < h->fine) {
+                t->ring[(t->oldest + t->n) % h->fine] = *s;
                 t->n++;
                 return;
         }
+        track_retire(h, t, &t->ring[t->oldest]);
         t->ring[t->oldest] = *s;
-        t->oldest = (t->oldest + 1) % h->capacity;
+        t->oldest = (t->oldest + 1) % h->fine;
 }
 
 /*
@@ -172,7 +297,7 @@ static void track_drop_after(const History *h, HistoryTrack *t, uint64_t usec) {
         const HistoryPacked *s;
 
         while ((s = track_newest(h, t)) && s->realtime_usec > usec)
-                t->n--;
+                track_drop_newest(t);
 }
 
 /* Adds `s` as the newest sample of `t`, after dropping any that claim to be newer. */
@@ -211,8 +336,7 @@ static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTra
                 return -ENOMEM;
         if (h->n_tracks < h->max_cgroups) {
                 t = &h->tracks[h->n_tracks];
-                t->ring = calloc(h->capacity, sizeof(HistoryPacked));
-                if (!t->ring)
+                if (track_alloc(h, t) < 0)
                         return -ENOMEM;
                 h->n_tracks++;
         } else {
@@ -222,8 +346,7 @@ static int track_new(History *h, const char *path, uint64_t now_usec, HistoryTra
                 free(t->path);
         }
         t->path = TAKE_PTR(copy);
-        t->oldest = t->n = 0;
-        t->cursor.valid = false;
+        track_empty(t);
         *ret = t;
         return 0;
 }
@@ -250,6 +373,7 @@ typedef struct Stream {
         uint64_t sum;
         uint64_t left;
         bool failed;
+        uint32_t version;       /* of the file being read */
 } Stream;
 
 static void sum_bytes(Stream *st, const void *p, size_t size) {
@@ -273,8 +397,14 @@ static void put_track(Stream *st, const History *h, const HistoryTrack *t) {
         size_t len = t->path ? strlen(t->path) : 0;
 
         put_u32(st, (uint32_t) len);
+        put_u32(st, (uint32_t) t->n_coarse);
+        put_u32(st, (uint32_t) t->n_partial);
         put_u32(st, (uint32_t) t->n);
         put(st, t->path ?: "", len);
+        for (size_t i = 0; i < t->n_coarse; i++)
+                put(st, coarse_slot(h, t, i), sizeof(HistoryPacked));
+        if (t->n_partial > 0)
+                put(st, &t->partial, sizeof(HistoryPacked));
         for (size_t i = 0; i < t->n; i++)
                 put(st, slot(h, t, i), sizeof(HistoryPacked));
 }
@@ -317,8 +447,10 @@ static int get_header(Stream *st, uint32_t *ret_tracks) {
         if (get_u32(st, &version) < 0 || get_u32(st, &sample_size) < 0 || get_u32(st, ret_tracks) < 0 ||
             get_u32(st, &reserved) < 0)
                 return -EBADMSG;
-        if (version != HISTORY_FILE_VERSION || sample_size != sizeof(HistoryPacked))
+        if ((version != HISTORY_FILE_VERSION && version != HISTORY_FILE_VERSION_UNTIERED) ||
+            sample_size != sizeof(HistoryPacked))
                 return -EPROTONOSUPPORT;
+        st->version = version;
         return *ret_tracks >= 1 && *ret_tracks <= HISTORY_CGROUPS_MAX + 1 ? 0 : -EBADMSG;
 }
 
@@ -337,14 +469,35 @@ static int get_path(Stream *st, const History *h, uint32_t len, char **ret) {
         return 0;
 }
 
-/* n samples into t, the oldest dropped past the capacity; t NULL: read and dropped. */
-static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n) {
+/*
+ * A merged sample of `parts` read back: to the coarse ring, or as the
+ * partial one while it has fewer parts than this configuration merges. A
+ * configuration without a coarse tier takes it as a sample.
+ */
+static void track_add_merged(History *h, HistoryTrack *t, const HistoryPacked *s, size_t parts) {
+        if (h->coarse == 0) {
+                track_add(h, t, s);
+                return;
+        }
+        track_drop_after(h, t, s->realtime_usec);
+        if (parts < h->factor) {
+                t->partial = *s;
+                t->n_partial = parts;
+        } else
+                coarse_push(h, t, s);
+}
+
+/* n samples into t, each merged of `parts` (0: as taken), the oldest dropped past the capacity; t NULL:
+ * read and dropped. */
+static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n, uint32_t parts) {
         HistoryPacked s;
 
         for (uint32_t i = 0; i < n; i++) {
                 if (get(st, &s, sizeof(s)) < 0)
                         return -EBADMSG;
-                if (t)
+                if (t && parts > 0)
+                        track_add_merged(h, t, &s, parts);
+                else if (t)
                         track_add(h, t, &s);
         }
         return 0;
@@ -353,10 +506,14 @@ static int get_samples(Stream *st, History *h, HistoryTrack *t, uint32_t n) {
 static int get_track(Stream *st, History *h, bool *have_host) {
         _cleanup_free_ char *path = NULL;
         HistoryTrack *t = NULL;
-        uint32_t len, n;
+        uint32_t len, n, n_merged = 0, partial_parts = 0;
         int r;
 
-        if (get_u32(st, &len) < 0 || get_u32(st, &n) < 0 || n > HISTORY_SAMPLES_MAX)
+        if (get_u32(st, &len) < 0 ||
+            (st->version != HISTORY_FILE_VERSION_UNTIERED &&
+             (get_u32(st, &n_merged) < 0 || get_u32(st, &partial_parts) < 0)) ||
+            get_u32(st, &n) < 0 || n > HISTORY_SAMPLES_MAX || n_merged > HISTORY_SAMPLES_MAX ||
+            partial_parts > HISTORY_SAMPLES_MAX)
                 return -EBADMSG;
         if (len == 0) {
                 if (*have_host)
@@ -371,7 +528,11 @@ static int get_track(Stream *st, History *h, bool *have_host) {
                 if (h->n_tracks < h->max_cgroups && (r = track_new(h, path, UINT64_MAX, &t)) < 0)
                         return r;
         }
-        return get_samples(st, h, t, n);
+        /* The merged samples count as whole ones whatever this configuration's factor. */
+        r = get_samples(st, h, t, n_merged, UINT32_MAX);
+        if (r >= 0 && partial_parts > 0)
+                r = get_samples(st, h, t, 1, partial_parts);
+        return r < 0 ? r : get_samples(st, h, t, n, 0);
 }
 
 static int history_load_stream(History *h, Stream *st) {

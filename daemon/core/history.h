@@ -19,7 +19,7 @@
 #include "sampler.h"
 
 #define HISTORY_FILE_NAME "history"
-#define HISTORY_FILE_VERSION 2
+#define HISTORY_FILE_VERSION 3
 /* A figure not known (the host's write rate) or not set (memory.high "max", no wbps cap). */
 #define HISTORY_NONE UINT64_MAX
 
@@ -67,24 +67,50 @@ typedef struct HistoryPacked {
         uint32_t wbps_cap_kib;
 } HistoryPacked;
 
+/*
+ * Two tiers a track: the newest samples as they were taken (the fine ring),
+ * and the older part of the span merged `factor` to one (the coarse ring), so
+ * that an hour of history costs a tenth of what an hour of ticks would. A
+ * merged sample covers the span of its parts: its interval is theirs summed,
+ * its stalls summed, its sizes the peak, its write rate the mean over the
+ * time, its memory.high and cap the lowest in force; it is dated by its
+ * newest part. The samples that left the fine ring and do not fill a merged
+ * one yet are held merged too (`partial`), and given out as one.
+ */
 typedef struct HistoryTrack {
         char *path;                     /* the cgroup, relative to the cgroup root; NULL: the host */
         HistoryCursor cursor;
-        HistoryPacked *ring;            /* `capacity` slots */
+        HistoryPacked *ring;            /* the fine tier: `fine` slots */
         size_t oldest;                  /* slot of the oldest sample */
         size_t n;                       /* samples held */
+        HistoryPacked *coarse;          /* the coarse tier: `coarse` slots; NULL while it has none */
+        size_t coarse_oldest, n_coarse;
+        HistoryPacked partial;          /* the next merged sample, of `n_partial` fine ones so far */
+        size_t n_partial;
 } HistoryTrack;
 
 typedef struct History {
         HistoryTrack host;
         HistoryTrack *tracks;           /* the cgroups' tracks, in the order they came */
         size_t n_tracks;
-        size_t capacity;                /* samples per track */
+        size_t capacity;                /* the span a track covers, in samples taken */
+        size_t fine;                    /* the newest samples kept as taken */
+        size_t factor;                  /* older ones merged this many to one */
+        size_t coarse;                  /* merged samples kept: what the rest of the span needs */
         size_t max_cgroups;             /* tracks besides the host's */
 } History;
 
-/* An empty history of `capacity` samples per track (1..HISTORY_SAMPLES_MAX) for up to max_cgroups cgroups. */
+/* The newest samples a default history keeps as taken (ten minutes at the default Interval=), and how many
+ * older ones make one (half a minute). */
+#define HISTORY_FINE_DEFAULT 600
+#define HISTORY_FACTOR_DEFAULT 30
+
+/* An empty history spanning `capacity` samples a track (1..HISTORY_SAMPLES_MAX) for up to max_cgroups
+ * cgroups: the newest HISTORY_FINE_DEFAULT as taken, older ones merged HISTORY_FACTOR_DEFAULT to one. */
 int history_new(size_t capacity, size_t max_cgroups, History **ret);
+/* The same with the tiers given: the newest `fine` (1..capacity) as taken, older merged `factor` (>= 2) to
+ * one; fine == capacity: no coarse tier. */
+int history_new_tiered(size_t capacity, size_t fine, size_t factor, size_t max_cgroups, History **ret);
 History *history_free(History *h);
 static inline void history_freep(History **h) {
         if (*h)
@@ -95,7 +121,12 @@ static inline void history_freep(History **h) {
 const HistoryTrack *history_find(const History *h, const char *path);
 /* The cursor of the track of `path` (NULL: the host's), or NULL if it has none. */
 HistoryCursor *history_cursor(History *h, const char *path);
-/* The i-th oldest sample of a track (i < t->n), as it was appended but for HistoryPacked's rounding. */
+/* How many samples a track gives out: the merged ones, then those as taken. */
+static inline size_t history_track_count(const HistoryTrack *t) {
+        return t->n_coarse + (t->n_partial > 0) + t->n;
+}
+/* The i-th oldest sample of a track (i < history_track_count()), as it was appended (or merged) but for
+ * HistoryPacked's rounding. */
 HistorySample history_track_get(const History *h, const HistoryTrack *t, size_t i);
 /*
  * Appends a sample to the track of `path` (NULL: the host's), the oldest

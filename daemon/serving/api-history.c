@@ -78,7 +78,7 @@ static int resolve_track(Manager *m, const char *what, const HistoryTrack **ret,
 static int append_samples(sd_bus_message *r, const History *h, const HistoryTrack *t, size_t first) {
         int k = sd_bus_message_open_container(r, 'a', HISTORY_SAMPLE_SIGNATURE);
 
-        for (size_t i = first; k >= 0 && i < t->n; i++) {
+        for (size_t i = first; k >= 0 && i < history_track_count(t); i++) {
                 HistorySample s = history_track_get(h, t, i);
 
                 k = sd_bus_message_append(r, HISTORY_SAMPLE_SIGNATURE, s.realtime_usec, s.interval_usec,
@@ -91,10 +91,12 @@ static int append_samples(sd_bus_message *r, const History *h, const HistoryTrac
 
 /* The first sample taken at or after since_usec. */
 static size_t first_since(const History *h, const HistoryTrack *t, uint64_t since_usec) {
-        for (size_t i = 0; i < t->n; i++)
+        size_t n = history_track_count(t);
+
+        for (size_t i = 0; i < n; i++)
                 if (history_track_get(h, t, i).realtime_usec >= since_usec)
                         return i;
-        return t->n;
+        return n;
 }
 
 int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -118,9 +120,9 @@ int method_get_history(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         if (k < 0 || !t)
                 return k < 0 ? k : -ENOENT;
         first = first_since(m->history, t, since);
-        truncated = t->n - first > HISTORY_REPLY_MAX;
+        truncated = history_track_count(t) - first > HISTORY_REPLY_MAX;
         if (truncated)
-                first = t->n - HISTORY_REPLY_MAX;
+                first = history_track_count(t) - HISTORY_REPLY_MAX;
         path = name_escape(t->path ?: "/");
         if (!path)
                 return -ENOMEM;

@@ -13,6 +13,12 @@
 # RSS and PSS, `mdctl --json list` (wall time), how long the last round of
 # slow samples took (ColdSampleBudget= stretches it), and how long a cgroup made
 # takes to be counted (mkdir to `mdctl status`; mdctl's start included).
+#
+# MDR_BENCH_TICK=100ms sets Interval= (default 1s); MDR_BENCH_HISTORY_FULL=1
+# then waits, after the rest, until [History] Samples= (an hour of ticks) and
+# as many again have passed since the start, and prints RSS and PSS again:
+# what the daemon holds once its history has filled (at a 100 ms tick, about
+# 14 minutes instead of two hours).
 set -eu
 build=${1:?usage: daemon-fixture.sh BUILD_DIR [N...]}; shift
 daemon_bin=$build/daemon/mdreclaimd
@@ -82,11 +88,13 @@ for n in $sizes; do
     for ((i = 0; i < 100 && i < n; i++)); do cp -r "$work/template" "$root/gov/g$i"; done
     for ((i = 100; i < n; i++)); do cp -r "$work/template" "$root/c$i"; done
     printf 'nr_descendants %d\nnr_dying_descendants 0\n' "$(( n + 1 ))" > "$root/cgroup.stat"
-    printf '[Daemon]\nInterval=1s\n' > "$work/conf-$n/etc/mdreclaim/mdreclaimd.conf"
+    tick=${MDR_BENCH_TICK:-1s}
+    printf '[Daemon]\nInterval=%s\n' "$tick" > "$work/conf-$n/etc/mdreclaim/mdreclaimd.conf"
     printf '[Policy]\nMatch=/gov/*\nMode=observe\n' > "$work/conf-$n/etc/mdreclaim/policies.d/gov.conf"
     sock=$work/run-$n/control
     mdctl() { "$mdctl_bin" --socket "$sock" "$@"; }
     t0=$(date +%s%N)
+    t0_start=$t0
     "$daemon_bin" --cgroup-root "$root" --proc-root "$work/proc" --sys-root "$work/sys" --config-root "$work/conf-$n" \
         --state-dir "$work/run-$n" --control-socket "$sock" 2> "$work/daemon-$n.log" &
     daemon=$!
@@ -106,9 +114,12 @@ for n in $sizes; do
         mdctl show "nosuch-$RANDOM.service" > /dev/null 2>&1 || :; done ) &
     window 20 "under mdctl show nosuch in a loop"
     wait $!
-    echo "  memory: RSS $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$daemon/status") KiB," \
-         "PSS $(awk '$1 == "Pss:" { print $2 }' "/proc/$daemon/smaps_rollup") KiB," \
-         "of it anonymous $(awk '$1 == "Pss_Anon:" { print $2 }' "/proc/$daemon/smaps_rollup") KiB"
+    memory() {
+        echo "  memory$1: RSS $(awk '$1 == "VmRSS:" { print $2 }' "/proc/$daemon/status") KiB," \
+             "PSS $(awk '$1 == "Pss:" { print $2 }' "/proc/$daemon/smaps_rollup") KiB," \
+             "of it anonymous $(awk '$1 == "Pss_Anon:" { print $2 }' "/proc/$daemon/smaps_rollup") KiB"
+    }
+    memory ""
     t0=$(date +%s%N); mdctl --json list > /dev/null
     echo "  mdctl --json list: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
     t0=$(date +%s%N); mdctl --json status > /dev/null
@@ -125,6 +136,16 @@ for n in $sizes; do
         echo "  new cgroup counted: $(( ($(date +%s%N) - t0) / 1000000 )) ms after its mkdir"
         sleep 1
     done
+    if [ "${MDR_BENCH_HISTORY_FULL:-0}" = 1 ]; then
+        # Two spans of the history (3600 ticks each) from the start, in ms of the tick.
+        tick_ms=$(awk -v t="$tick" 'BEGIN { v = t + 0; if (t ~ /ms$/) print v; else if (t ~ /min$/) print v * 60000;
+                                           else print v * 1000 }')
+        left=$(( (7200 * tick_ms - ($(date +%s%N) - t0_start) / 1000000) / 1000 ))
+        echo "  waiting ${left} s for two spans of the history ($tick ticks)"
+        [ "$left" -le 0 ] || sleep "$left"
+        echo "  history: $(mdctl --json history / | jq '.samples | length') samples of the host"
+        memory " after 7200 ticks"
+    fi
     kill -TERM "$daemon"; wait "$daemon" || :
     daemon=
     rm -rf "$root"

@@ -37,7 +37,7 @@ static const char *times(const History *h, const char *path, char buf[static 256
         size_t off = 0;
 
         buf[0] = 0;
-        for (size_t i = 0; t && i < t->n && off < 200; i++)
+        for (size_t i = 0; t && i < history_track_count(t) && off < 200; i++)
                 off += (size_t) snprintf(buf + off, 256 - off, "%s%llu", i ? "," : "",
                                          (unsigned long long) history_track_get(h, t, i).realtime_usec);
         return buf;
@@ -344,6 +344,165 @@ static void test_future_samples_from_the_file(void **state) {
         history_free(h);
 }
 
+/* Ten samples' span, the newest four as taken, older ones merged three to one (two merged samples). */
+static History *tiered(void) {
+        History *h;
+
+        assert_int_equal(history_new_tiered(10, 4, 3, 2, &h), 0);
+        assert_int_equal(h->coarse, 2);
+        return h;
+}
+
+/* Past the fine ring, samples are merged: the times say which, the figures how. */
+static void test_tiers_merge(void **state) {
+        History *h = tiered();
+        HistorySample m;
+        char buf[256];
+
+        for (uint64_t t = 1; t <= 4; t++)
+                append(h, NULL, t);
+        assert_string_equal(times(h, NULL, buf), "1,2,3,4");
+        /* 1 left the fine ring: given out as a merged sample of one, then of two, dated by its newest. */
+        append(h, NULL, 5);
+        assert_string_equal(times(h, NULL, buf), "1,2,3,4,5");
+        append(h, NULL, 6);
+        assert_string_equal(times(h, NULL, buf), "2,3,4,5,6");
+        append(h, NULL, 7);
+        assert_string_equal(times(h, NULL, buf), "3,4,5,6,7");
+        assert_int_equal(h->host.n_coarse, 1);
+        assert_int_equal(h->host.n_partial, 0);
+        m = history_track_get(h, &h->host, 0);
+        assert_int_equal(m.interval_usec, 3000);                /* the three spans */
+        assert_int_equal(m.memory_bytes, 3 * 10 * 1024);        /* the peak */
+        assert_int_equal(m.dirty_bytes, 3 * 12 * 1024);
+        assert_int_equal(m.memory_stall_usec, 2 + 3 + 4);       /* the stalls summed */
+        assert_int_equal(m.io_stall_usec, 3 + 4 + 5);
+        assert_int_equal(m.write_rate, 28 * 1024);              /* the mean of 14, 28 and 42 KiB/s */
+        assert_int_equal(m.wbps_cap, 1 * 15 * 1024);            /* the lowest cap in force */
+        assert_int_equal(m.memory_high, HISTORY_NONE);          /* none was */
+        /* On to 16: the span is the last ten (7..16): two merged samples, four as taken. */
+        for (uint64_t t = 8; t <= 16; t++)
+                append(h, NULL, t);
+        assert_string_equal(times(h, NULL, buf), "9,12,13,14,15,16");
+        assert_int_equal(history_track_get(h, &h->host, 1).interval_usec, 3000);
+        assert_int_equal(history_track_get(h, &h->host, 2).interval_usec, 1000);
+        history_free(h);
+
+        /* Unknown figures do not count: a rate known in one part is the merged rate, a cap in one part holds. */
+        h = tiered();
+        for (uint64_t t = 1; t <= 7; t++) {
+                HistorySample s = sample(t);
+
+                s.write_rate = t == 2 ? 20 * 1024 : HISTORY_NONE;
+                s.memory_high = t == 3 ? 64 << 20 : HISTORY_NONE;
+                s.wbps_cap = HISTORY_NONE;
+                assert_int_equal(history_append(h, NULL, &s), 0);
+        }
+        m = history_track_get(h, &h->host, 0);
+        assert_int_equal(m.write_rate, 20 * 1024);
+        assert_int_equal(m.memory_high, 64 << 20);
+        assert_int_equal(m.wbps_cap, HISTORY_NONE);
+        history_free(h);
+
+        /* A span within the fine ring has no coarse tier; the default keeps ten minutes as taken. */
+        assert_int_equal(history_new(600, 1, &h), 0);
+        assert_int_equal(h->coarse, 0);
+        history_free(h);
+        assert_int_equal(history_new(3600, 1, &h), 0);
+        assert_int_equal(h->fine, HISTORY_FINE_DEFAULT);
+        assert_int_equal(h->coarse, (3600 - HISTORY_FINE_DEFAULT) / HISTORY_FACTOR_DEFAULT);
+        history_free(h);
+        assert_int_equal(history_new_tiered(10, 11, 3, 1, &h), -EINVAL);
+        assert_int_equal(history_new_tiered(10, 0, 3, 1, &h), -EINVAL);
+        assert_int_equal(history_new_tiered(10, 4, 1, 1, &h), -EINVAL);
+}
+
+/* Both tiers and the partial sample come back from the file as they were. */
+static void test_tiers_round_trip(void **state) {
+        History *h = tiered(), *back = tiered();
+        FILE *f;
+        char buf[256];
+
+        for (uint64_t t = 1; t <= 14; t++) {
+                append(h, NULL, t);
+                append(h, "/a", t);
+        }
+        assert_string_equal(times(h, "/a", buf), "6,9,10,11,12,13,14");
+        f = saved(h);
+        assert_int_equal(history_load(back, f), 0);
+        assert_string_equal(times(back, "/a", buf), "6,9,10,11,12,13,14");
+        assert_int_equal(history_track_count(&back->host), history_track_count(&h->host));
+        for (size_t i = 0; i < history_track_count(&h->host); i++) {
+                HistorySample a = history_track_get(back, &back->host, i), b = history_track_get(h, &h->host, i);
+
+                assert_memory_equal(&a, &b, sizeof(HistorySample));
+        }
+        /* The partial sample came back merged whole: the next samples merge on from there. */
+        append(back, "/a", 15);
+        assert_string_equal(times(back, "/a", buf), "6,9,11,12,13,14,15");
+        fclose(f);
+        history_free(back);
+
+        /* A configuration without a coarse tier takes merged samples as samples, the newest that fit. */
+        f = saved(h);
+        assert_int_equal(history_new(5, 2, &back), 0);
+        assert_int_equal(history_load(back, f), 0);
+        assert_string_equal(times(back, "/a", buf), "10,11,12,13,14");
+        fclose(f);
+        history_free(back);
+        history_free(h);
+}
+
+/* The clock set back into the merged part: the merged samples dated after it go too. */
+static void test_tiers_future_dropped(void **state) {
+        History *h = tiered();
+        char buf[256];
+
+        for (uint64_t t = 1; t <= 14; t++)
+                append(h, NULL, t * 10);
+        assert_string_equal(times(h, NULL, buf), "60,90,100,110,120,130,140");
+        append(h, NULL, 95);
+        assert_string_equal(times(h, NULL, buf), "60,90,95");
+        append(h, NULL, 50);
+        assert_string_equal(times(h, NULL, buf), "50");
+        history_free(h);
+}
+
+/* A file of version 2 (no merged samples: an older daemon's) is read, its older samples merged as they come. */
+static void test_untiered_file_read(void **state) {
+        uint8_t file[1024];
+        size_t size = 0;
+        uint64_t sum = UINT64_C(0xcbf29ce484222325);
+        uint32_t head[] = { 2, sizeof(HistoryPacked), 1, 0, 0, 16 };
+        History *h = tiered();
+        FILE *f = tmpfile();
+        char buf[256];
+
+        memcpy(file, "MDRHIST", 8);
+        memcpy(file + 8, head, sizeof(head));
+        size = 8 + sizeof(head);
+        for (uint32_t t = 1; t <= 16; t++) {
+                HistoryPacked p = { .realtime_usec = t, .interval_usec = 1000, .memory_kib = t * 10,
+                                    .memory_high_kib = UINT32_MAX, .wbps_cap_kib = UINT32_MAX,
+                                    .write_rate_kib = UINT32_MAX };
+
+                memcpy(file + size, &p, sizeof(p));
+                size += sizeof(p);
+        }
+        for (size_t i = 0; i < size; i++)
+                sum = (sum ^ file[i]) * UINT64_C(0x100000001b3);
+        memcpy(file + size, &sum, sizeof(sum));
+        size += sizeof(sum);
+        assert_non_null(f);
+        assert_int_equal(fwrite(file, 1, size, f), size);
+        rewind(f);
+        assert_int_equal(history_load(h, f), 0);
+        assert_string_equal(times(h, NULL, buf), "9,12,13,14,15,16");
+        assert_int_equal(history_track_get(h, &h->host, 0).memory_bytes, 9 * 10 * 1024);
+        fclose(f);
+        history_free(h);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_figures_packed),
@@ -354,6 +513,10 @@ int main(void) {
                 cmocka_unit_test(test_files),
                 cmocka_unit_test(test_future_samples_give_way),
                 cmocka_unit_test(test_future_samples_from_the_file),
+                cmocka_unit_test(test_tiers_merge),
+                cmocka_unit_test(test_tiers_round_trip),
+                cmocka_unit_test(test_tiers_future_dropped),
+                cmocka_unit_test(test_untiered_file_read),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
