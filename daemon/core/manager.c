@@ -861,7 +861,7 @@ Manager *manager_free(Manager *m) {
         history_free(m->history);
         alloc_runner_done(&m->alloc_runner);
         config_free(m->config);
-        free(m->events);
+        event_log_free(m->events);
         free(m->status);
         free(m->status_key);
         free(m->capacities_file);

@@ -15,6 +15,8 @@
 static void event_log_start(EventLog *l) {
         l->next_seq = 1;
         l->failures = (RateLimit) RATELIMIT_INIT(60 * USEC_PER_SEC, 10);
+        for (size_t i = 0; i < EVENT_LOG_SIZE; i++)
+                l->ring[i].cgroup = l->ring[i].unit = l->ring[i].message = l->ring[i].fields = "";
 }
 
 void event_log_init(EventLog *l) {
@@ -23,13 +25,32 @@ void event_log_init(EventLog *l) {
 }
 
 EventLog *event_log_new(void) {
-        /* calloc's memory is zero already (a block this size is a fresh mapping, whose pages stay
-         * untouched, out of the RSS, until events fill them): not zeroed a second time. */
         EventLog *l = calloc(1, sizeof(EventLog));
 
         if (l)
                 event_log_start(l);
         return l;
+}
+
+static void event_free_text(Event *e) {
+        free(e->text);
+        e->text = NULL;
+        e->cgroup = e->unit = e->message = e->fields = "";
+}
+
+void event_log_clear(EventLog *l) {
+        for (size_t i = 0; i < EVENT_LOG_SIZE; i++)
+                event_free_text(&l->ring[i]);
+        /* Nothing is kept now: the first kept is the next. */
+        l->cleared_seq = l->next_seq;
+}
+
+EventLog *event_log_free(EventLog *l) {
+        if (l) {
+                event_log_clear(l);
+                free(l);
+        }
+        return NULL;
 }
 
 /* In the escaped form of names (the ring is what the control API sends), cut at a character's end. */
@@ -65,24 +86,54 @@ const char *event_next_field(const Event *e, const char **cursor) {
         return next;
 }
 
+/* The length of a field list as copy_fields() wrote it, its closing empty string included. */
+static size_t fields_size(const char *f) {
+        const char *p = f;
+
+        while (*p)
+                p += strlen(p) + 1;
+        return (size_t) (p - f) + 1;
+}
+
 const Event *event_log_add(EventLog *l, uint64_t realtime_usec, int level, const char *action,
                            const char *cgroup, const char *unit, const char *message,
                            const char *const *fields) {
         Event *e = &l->ring[(l->next_seq - 1) % EVENT_LOG_SIZE];
+        char c[EVENT_TEXT_MAX], u[EVENT_UNIT_MAX], m[EVENT_TEXT_MAX], f[EVENT_FIELDS_MAX];
+        size_t nc, nu, nm, nf;
+        char *t;
 
         e->seq = l->next_seq++;
         e->realtime_usec = realtime_usec;
         e->level = level;
         copy(e->action, sizeof(e->action), action);
-        copy(e->cgroup, sizeof(e->cgroup), cgroup);
-        copy(e->unit, sizeof(e->unit), unit);
-        copy(e->message, sizeof(e->message), message);
-        copy_fields(e->fields, sizeof(e->fields), fields);
+        copy(c, sizeof(c), cgroup);
+        copy(u, sizeof(u), unit);
+        copy(m, sizeof(m), message);
+        copy_fields(f, sizeof(f), fields);
+        nc = strlen(c) + 1;
+        nu = strlen(u) + 1;
+        nm = strlen(m) + 1;
+        nf = fields_size(f);
+        event_free_text(e);
+        t = malloc(nc + nu + nm + nf);
+        if (!t) {
+                /* Out of memory: the event is kept, its text is not. */
+                e->message = "(no memory for the event's text)";
+                return e;
+        }
+        e->text = t;
+        e->cgroup = memcpy(t, c, nc);
+        e->unit = memcpy(t + nc, u, nu);
+        e->message = memcpy(t + nc + nu, m, nm);
+        e->fields = memcpy(t + nc + nu + nm, f, nf);
         return e;
 }
 
 uint64_t event_log_first(const EventLog *l) {
-        return l->next_seq > EVENT_LOG_SIZE ? l->next_seq - EVENT_LOG_SIZE : 1;
+        uint64_t first = l->next_seq > EVENT_LOG_SIZE ? l->next_seq - EVENT_LOG_SIZE : 1;
+
+        return MAX(first, l->cleared_seq);
 }
 
 const Event *event_log_get(const EventLog *l, uint64_t seq) {

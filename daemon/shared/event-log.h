@@ -17,17 +17,24 @@
 #define EVENT_TEXT_MAX 256
 #define EVENT_FIELDS_MAX 512
 
+#define EVENT_UNIT_MAX 128
+
+/*
+ * An event as the ring keeps it. Its strings live in one block of their
+ * own, as long as they are (a full ring of 512 was 0.6 MB of fixed-size
+ * text, most of it empty): cgroup and message hold up to EVENT_TEXT_MAX - 1
+ * bytes, unit EVENT_UNIT_MAX - 1, the fields EVENT_FIELDS_MAX in all.
+ */
 typedef struct Event {
         uint64_t seq;                   /* 1, 2, ...: never reused */
         uint64_t realtime_usec;         /* CLOCK_REALTIME */
         int level;
         char action[32];
-        char cgroup[EVENT_TEXT_MAX];
-        char unit[128];
-        char message[EVENT_TEXT_MAX];
+        const char *cgroup, *unit, *message;    /* never NULL ("" for none) */
         /* The event's own journal fields ("KEY=value", escaped as names are), each ended by a NUL,
          * the last followed by an empty one; a field that does not fit is left out whole. */
-        char fields[EVENT_FIELDS_MAX];
+        const char *fields;
+        char *text;                     /* the block the four point into; NULL: they are static */
 } Event;
 
 /* Called for every event recorded, after it is in the ring. */
@@ -61,13 +68,17 @@ typedef struct EventLog {
         EventHook hook;
         void *hook_userdata;
         RateLimit failures;             /* warnings about failed actions */
+        uint64_t cleared_seq;           /* events before this one were cleared */
         Event ring[EVENT_LOG_SIZE];
 } EventLog;
 
-/* Zeroes the ring once (the caller's storage may be uninitialised). */
+/* Zeroes the ring once (the caller's storage may be uninitialised); event_log_clear() frees what it holds. */
 void event_log_init(EventLog *l);
-/* A log on the heap, from calloc and not zeroed again; free() it. NULL: out of memory. */
+/* Frees the events' text (the log is empty again, its sequence numbers go on). */
+void event_log_clear(EventLog *l);
+/* A log on the heap, from calloc and not zeroed again. NULL: out of memory. */
 EventLog *event_log_new(void);
+EventLog *event_log_free(EventLog *l);
 
 /* Appends an event (strings may be NULL; cgroup, unit and message are kept in the escaped form of
  * names, name-escape.h, and cut at a character's end when too long; `fields`, NULL-terminated

@@ -33,6 +33,14 @@ static void test_ring(void **state) {
         assert_string_equal(event_log_get(&l, 11)->message, "event 11");
         assert_string_equal(event_log_get(&l, EVENT_LOG_SIZE + 10)->message, "event 522");
         assert_null(event_log_get(&l, EVENT_LOG_SIZE + 11));
+        /* Cleared, it keeps nothing, and goes on from where it was. */
+        event_log_clear(&l);
+        assert_int_equal(event_log_first(&l), EVENT_LOG_SIZE + 11);
+        assert_null(event_log_get(&l, EVENT_LOG_SIZE + 10));
+        assert_int_equal(event_log_add(&l, 1, 6, "x", NULL, NULL, "after", NULL)->seq, EVENT_LOG_SIZE + 11);
+        assert_string_equal(event_log_get(&l, EVENT_LOG_SIZE + 11)->message, "after");
+        assert_string_equal(event_log_get(&l, EVENT_LOG_SIZE + 11)->cgroup, "");
+        event_log_clear(&l);
 }
 
 /* One from the heap starts as one set up in place does. */
@@ -46,7 +54,10 @@ static void test_new_starts_empty(void **state) {
         assert_null(l->hook);
         assert_int_equal(event_log_add(l, 5, 6, "pressure", "/a", NULL, "hello", NULL)->seq, 1);
         assert_string_equal(event_log_get(l, 1)->message, "hello");
-        free(l);
+        /* An event never added reads as empty strings, never NULL. */
+        assert_string_equal(l->ring[1].message, "");
+        assert_string_equal(l->ring[1].fields, "");
+        event_log_free(l);
 }
 
 static void test_long_strings_are_cut(void **state) {
@@ -59,6 +70,15 @@ static void test_long_strings_are_cut(void **state) {
         const Event *e = event_log_add(&l, 0, 3, big, big, big, big, NULL);
         assert_int_equal(strlen(e->action), sizeof(e->action) - 1);
         assert_int_equal(strlen(e->message), EVENT_TEXT_MAX - 1);
+        assert_int_equal(strlen(e->cgroup), EVENT_TEXT_MAX - 1);
+        assert_int_equal(strlen(e->unit), EVENT_UNIT_MAX - 1);
+        /* An event written over frees the text of the one before it (ASan's leak check says so). */
+        for (int i = 0; i < EVENT_LOG_SIZE; i++)
+                event_log_add(&l, 0, 3, "x", big, NULL, "short", NULL);
+        e = event_log_get(&l, EVENT_LOG_SIZE + 1);
+        assert_string_equal(e->message, "short");
+        assert_int_equal(strlen(e->cgroup), EVENT_TEXT_MAX - 1);
+        event_log_clear(&l);
 }
 
 /* What the control API sends: names and messages in their escaped form, valid UTF-8 when cut. */
@@ -81,6 +101,7 @@ static void test_names_are_escaped(void **state) {
         strcpy(name + EVENT_TEXT_MAX - 2, "\xc3\xa9");
         e = event_log_add(&l, 0, 6, "x", name, NULL, NULL, NULL);
         assert_int_equal(strlen(e->cgroup), EVENT_TEXT_MAX - 2);
+        event_log_clear(&l);
 }
 
 /* The fields kept with an event, in order, escaped; one that does not fit is left out whole. */
@@ -103,6 +124,7 @@ static void test_fields(void **state) {
         cursor = NULL;
         e = event_log_add(&l, 0, 6, "x", NULL, NULL, NULL, NULL);
         assert_null(event_next_field(e, &cursor));
+        event_log_clear(&l);
 }
 
 int main(void) {
