@@ -76,8 +76,22 @@ static uint32_t path_hash(const char *p) {
         return h;
 }
 
-/* The index by path made afresh for every entry, with room for twice as many. */
-static int paths_rebuild(CgTable *t) {
+/* The two indexes: by path (every entry) and by unit name (entries that have one). */
+enum { BY_PATH, BY_UNIT };
+
+static CgIndex *index_of(CgTable *t, int which) {
+        return which == BY_PATH ? &t->by_path : &t->by_unit;
+}
+
+/* Whether an entry is in the index, and under which hash. */
+static bool indexed(const CgEntry *e, int which, uint32_t *ret_hash) {
+        *ret_hash = which == BY_PATH ? e->path_hash : e->unit_hash;
+        return which == BY_PATH || e->unit;
+}
+
+/* An index made afresh for every entry, with room for twice as many. */
+static int index_rebuild(CgTable *t, int which) {
+        CgIndex *x = index_of(t, which);
         size_t size = 64;
         uint64_t *slots;
 
@@ -87,64 +101,91 @@ static int paths_rebuild(CgTable *t) {
         if (!slots)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n; i++) {
-                size_t k = t->entries[i].path_hash & (size - 1);
+                uint32_t h;
+                size_t k;
 
-                while (slots[k])
-                        k = (k + 1) & (size - 1);
+                if (!indexed(&t->entries[i], which, &h))
+                        continue;
+                for (k = h & (size - 1); slots[k]; k = (k + 1) & (size - 1))
+                        ;
                 slots[k] = t->entries[i].cg->id;
         }
-        free(t->by_path);
-        t->by_path = slots;
-        t->by_path_size = size;
+        free(x->slots);
+        *x = (CgIndex) { .slots = slots, .size = size };
         return 0;
 }
 
+static int indexes_rebuild(CgTable *t) {
+        int r = index_rebuild(t, BY_PATH);
+
+        return r < 0 ? r : index_rebuild(t, BY_UNIT);
+}
+
 /* Indexes an entry already in the table. */
-static int paths_put(CgTable *t, const CgEntry *e) {
+static int index_put(CgTable *t, int which, const CgEntry *e) {
+        CgIndex *x = index_of(t, which);
+        uint32_t h;
         size_t k;
 
-        if (2 * t->n > t->by_path_size)
-                return paths_rebuild(t);
-        for (k = e->path_hash & (t->by_path_size - 1); t->by_path[k]; k = (k + 1) & (t->by_path_size - 1))
+        if (!indexed(e, which, &h))
+                return 0;
+        if (2 * t->n > x->size)
+                return index_rebuild(t, which);
+        for (k = h & (x->size - 1); x->slots[k]; k = (k + 1) & (x->size - 1))
                 ;
-        t->by_path[k] = e->cg->id;
+        x->slots[k] = e->cg->id;
         return 0;
 }
 
 /* Unindexes an entry still in the table: its slot emptied, the slots after it moved up where they may. */
-static void paths_drop(CgTable *t, const CgEntry *e) {
-        size_t mask = t->by_path_size - 1, j, k;
+static void index_drop(CgTable *t, int which, const CgEntry *e) {
+        CgIndex *x = index_of(t, which);
+        size_t mask = x->size - 1, j, k;
+        uint32_t h;
 
-        if (!t->by_path)
+        if (!x->slots || !indexed(e, which, &h))
                 return;
-        for (j = e->path_hash & mask; t->by_path[j] != e->cg->id; j = (j + 1) & mask)
-                if (!t->by_path[j])
+        for (j = h & mask; x->slots[j] != e->cg->id; j = (j + 1) & mask)
+                if (!x->slots[j])
                         return;
-        for (k = (j + 1) & mask; t->by_path[k]; k = (k + 1) & mask) {
-                const CgEntry *o = cgtable_find(t, t->by_path[k]);
-                size_t home = o ? o->path_hash & mask : k;
+        for (k = (j + 1) & mask; x->slots[k]; k = (k + 1) & mask) {
+                const CgEntry *o = cgtable_find(t, x->slots[k]);
+                uint32_t oh = 0;
+                size_t home = o && indexed(o, which, &oh) ? oh & mask : k;
 
                 if (((k - home) & mask) >= ((k - j) & mask)) {
-                        t->by_path[j] = t->by_path[k];
+                        x->slots[j] = x->slots[k];
                         j = k;
                 }
         }
-        t->by_path[j] = 0;
+        x->slots[j] = 0;
 }
 
-CgEntry *cgtable_find_path(CgTable *t, const char *path) {
-        uint32_t h = path_hash(path);
-        size_t mask = t->by_path_size - 1;
+CgEntry *cgtable_next_named(const CgTable *t, const char *name, size_t *cursor) {
+        int which = name[0] == '/' ? BY_PATH : BY_UNIT;
+        const CgIndex *x = which == BY_PATH ? &t->by_path : &t->by_unit;
+        uint32_t h = path_hash(name);
+        size_t mask = x->size - 1;
 
-        if (!t->by_path)
+        if (!x->slots)
                 return NULL;
-        for (size_t k = h & mask; t->by_path[k]; k = (k + 1) & mask) {
-                CgEntry *e = cgtable_find(t, t->by_path[k]);
+        /* The cursor counts the slots of the probe already looked at. */
+        for (size_t k = (h + *cursor) & mask; *cursor <= mask && x->slots[k]; k = (k + 1) & mask) {
+                CgEntry *e = cgtable_find(t, x->slots[k]);
+                uint32_t eh;
 
-                if (e && e->path_hash == h && streq(e->cg->path, path))
+                (*cursor)++;
+                if (e && indexed(e, which, &eh) && eh == h &&
+                    streq(which == BY_PATH ? e->cg->path : e->unit, name))
                         return e;
         }
         return NULL;
+}
+
+CgEntry *cgtable_find_path(CgTable *t, const char *path) {
+        size_t cursor = 0;
+
+        return path[0] == '/' ? cgtable_next_named(t, path, &cursor) : NULL;
 }
 
 /* Remembers whose watch wd is (a directory watched again keeps its wd: the entry is the newer one). */
@@ -262,6 +303,7 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
         n = &rf->added[rf->n_added++];
         *n = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
                          .path_hash = path_hash(cg->path),
+                         .unit_hash = cgroup_path_unit(cg->path) ? path_hash(cgroup_path_unit(cg->path)) : 0,
                          .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
         r = watch_entry(rf->t, n);
         /* Held open only while it is sampled every tick (observer.h). */
@@ -327,8 +369,8 @@ int cgtable_refresh(CgTable *t, const CgRoot *root) {
                         t->entries[i].seen |= !t->entries[i].gone;
         if (r >= 0)
                 r = refresh_merge(&rf);
-        if (r >= 0 && (t->added > 0 || t->removed > 0 || !t->by_path))
-                r = paths_rebuild(t);
+        if (r >= 0 && (t->added > 0 || t->removed > 0 || !t->by_path.slots || !t->by_unit.slots))
+                r = indexes_rebuild(t);
         if (skipped != t->walk_skipped && skipped > 0)
                 log_warning("%u subtrees below %s could not be read (out of file descriptors, or no access); "
                             "their cgroups are not watched", skipped, root->path);
@@ -381,7 +423,10 @@ int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret)
         *e = (CgEntry) { .cg = TAKE_PTR(cg), .wd = -1, .found_usec = now_usec(CLOCK_MONOTONIC) };
         e->unit = cgroup_path_unit(e->cg->path);
         e->path_hash = path_hash(e->cg->path);
-        r = paths_put(t, e);
+        e->unit_hash = e->unit ? path_hash(e->unit) : 0;
+        r = index_put(t, BY_PATH, e);
+        if (r >= 0)
+                r = index_put(t, BY_UNIT, e);
         if (r >= 0)
                 r = watch_entry(t, e);
         cgroup_detach(e->cg);
@@ -392,7 +437,8 @@ int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret)
 void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone) {
         if (i >= t->n)
                 return;
-        paths_drop(t, &t->entries[i]);
+        index_drop(t, BY_PATH, &t->entries[i]);
+        index_drop(t, BY_UNIT, &t->entries[i]);
         entry_release(t, &t->entries[i], dir_gone);
         memmove(t->entries + i, t->entries + i + 1, (t->n - i - 1) * sizeof(CgEntry));
         t->n--;
@@ -407,6 +453,7 @@ void cgtable_clear(CgTable *t) {
                 cgroup_free(t->entries[i].cg);
         free(t->entries);
         free(t->watches);
-        free(t->by_path);
+        free(t->by_path.slots);
+        free(t->by_unit.slots);
         *t = (CgTable) { .watched = watched, .watch_fd = fd };
 }

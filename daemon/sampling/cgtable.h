@@ -26,6 +26,7 @@ typedef struct CgEntry {
         uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
         int wd;                         /* its directory's inotify watch; -1: none */
         uint32_t path_hash;             /* of cg->path, for the table's index by path */
+        uint32_t unit_hash;             /* of unit (when it has one), for the index by unit */
         bool gone;                      /* found removed while sampling */
         bool hot;                       /* sampled every tick from kept files (governed); else now and then */
         uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
@@ -42,6 +43,13 @@ typedef struct CgEntry {
 static inline const CgroupSample *cg_entry_sample(const CgEntry *e) {
         return e->n_samples > 0 ? &e->sample : NULL;
 }
+
+/* Ids by a hash of a name, open addressing (0: empty); size a power of two, at least twice the entries,
+ * 0: not built. */
+typedef struct CgIndex {
+        uint64_t *slots;
+        size_t size;
+} CgIndex;
 
 /* Which entry a watch descriptor is of. */
 typedef struct CgWatchRef {
@@ -60,8 +68,8 @@ typedef struct CgTable {
         CgWatchRef *watches;    /* sorted by wd */
         size_t n_watches, n_watches_alloc;
         size_t unwatched;       /* directories whose watch was refused (fs.inotify.max_user_watches) */
-        uint64_t *by_path;      /* ids by path hash, open addressing (0: empty); for events, which name paths */
-        size_t by_path_size;    /* a power of two, at least twice the entries; 0: not built */
+        CgIndex by_path;        /* for events, which name paths, and lookups by path */
+        CgIndex by_unit;        /* for lookups by unit name (entries that have one) */
 } CgTable;
 
 /* An empty table whose entries are watched on watch_fd (negative: not watched). */
@@ -70,6 +78,12 @@ int cgtable_refresh(CgTable *t, const CgRoot *root);
 CgEntry *cgtable_find(const CgTable *t, uint64_t id);
 /* The entry at this path, or NULL (two can share it for a moment: a removed one not yet dropped). */
 CgEntry *cgtable_find_path(CgTable *t, const char *path);
+/*
+ * The entries at a path (name starting with '/') or of a unit name, through
+ * the indexes: `*cursor` starts at 0; the next match (gone ones too), or
+ * NULL after the last. The table must not change in between.
+ */
+CgEntry *cgtable_next_named(const CgTable *t, const char *name, size_t *cursor);
 /* The entry whose directory has this watch, or NULL. */
 CgEntry *cgtable_find_watch(CgTable *t, int wd);
 /*

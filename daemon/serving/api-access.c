@@ -87,17 +87,21 @@ int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error) {
 }
 
 /* The cgroups named `what` (a path below the root or a unit name, raw), the first two of them. */
+/* The cgroups at a path or of a unit name, through the table's indexes (no look at every entry): how
+ * many, the one of the lowest id and, of two or more, the next. */
 static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEntry **ret_other) {
-        size_t found = 0;
+        size_t found = 0, cursor = 0;
+        CgEntry *e;
 
-        for (size_t i = 0; i < m->observer->cgroups.n; i++) {
-                CgEntry *e = &m->observer->cgroups.entries[i];
-
-                if (e->gone || !(what[0] == '/' ? streq(e->cg->path, what) : streq_ptr(e->unit, what)))
+        while ((e = cgtable_next_named(&m->observer->cgroups, what, &cursor))) {
+                if (e->gone)
                         continue;
                 if (found++ == 0)
                         *ret_hit = e;
-                else
+                else if (e->cg->id < (*ret_hit)->cg->id) {
+                        *ret_other = *ret_hit;
+                        *ret_hit = e;
+                } else if (found == 2 || e->cg->id < (*ret_other)->cg->id)
                         *ret_other = e;
         }
         return found;
