@@ -161,6 +161,12 @@ static void index_drop(CgTable *t, int which, const CgEntry *e) {
         x->slots[j] = 0;
 }
 
+void cgtable_set_gone(CgTable *t, CgEntry *e, bool gone) {
+        if (e->gone != gone)
+                t->n_gone = gone ? t->n_gone + 1 : t->n_gone - 1;
+        e->gone = gone;
+}
+
 CgEntry *cgtable_next_named(const CgTable *t, const char *name, size_t *cursor) {
         int which = name[0] == '/' ? BY_PATH : BY_UNIT;
         const CgIndex *x = which == BY_PATH ? &t->by_path : &t->by_unit;
@@ -319,6 +325,7 @@ static int refresh_merge(Refresh *rf) {
 
         for (size_t i = 0; i < t->n; i++) {
                 if (!t->entries[i].seen) {
+                        t->n_gone -= t->entries[i].gone;
                         entry_release(t, &t->entries[i], t->entries[i].gone);
                         t->removed++;
                         continue;
@@ -439,6 +446,7 @@ void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone) {
                 return;
         index_drop(t, BY_PATH, &t->entries[i]);
         index_drop(t, BY_UNIT, &t->entries[i]);
+        t->n_gone -= t->entries[i].gone;
         entry_release(t, &t->entries[i], dir_gone);
         memmove(t->entries + i, t->entries + i + 1, (t->n - i - 1) * sizeof(CgEntry));
         t->n--;

@@ -61,6 +61,7 @@ typedef struct CgTable {
         CgEntry *entries;       /* sorted by cg->id */
         size_t n;
         size_t added, removed;  /* by the last refresh */
+        size_t n_gone;          /* entries found removed, not yet dropped (cgtable_set_gone()) */
         unsigned walk_skipped;  /* subtrees the last refresh could not read */
         size_t unopened;        /* cgroups the last refresh could not open (out of fds) */
         bool watched;           /* entries are watched on watch_fd (not owned); a zeroed table is not */
@@ -97,6 +98,12 @@ int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret)
 /* Drops the entry at index i: its watch, its fds, its slot (dir_gone: its directory is known removed;
  * the watch is removed all the same, see entry_release()). */
 void cgtable_remove_at(CgTable *t, size_t i, bool dir_gone);
+/* Marks an entry found removed, or not after all; the table counts them. */
+void cgtable_set_gone(CgTable *t, CgEntry *e, bool gone);
+/* The cgroups watched: the entries not found removed. */
+static inline size_t cgtable_live(const CgTable *t) {
+        return t->n - t->n_gone;
+}
 /* The index of the first entry whose id is id or more (t->n if none). */
 size_t cgtable_lower_bound(const CgTable *t, uint64_t id);
 void cgtable_clear(CgTable *t);

@@ -171,7 +171,7 @@ size_t observer_recheck_gone(Observer *o) {
                         o->gone_since_walk = true;
                         continue;
                 }
-                e->gone = false;
+                cgtable_set_gone(&o->cgroups, e, false);
                 e->n_samples = 0;
                 if (!e->keeps)
                         cgroup_detach(e->cg);

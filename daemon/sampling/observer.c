@@ -153,9 +153,10 @@ int observer_attach(Observer *o, CgEntry *e) {
         if (e->gone)
                 return -ENODEV;
         r = cgroup_attach(o->root, e->cg);
-        if (r == -ENODEV)
-                e->gone = o->gone_since_walk = true;
-        else if (r == -EMFILE || r == -ENFILE)
+        if (r == -ENODEV) {
+                cgtable_set_gone(&o->cgroups, e, true);
+                o->gone_since_walk = true;
+        } else if (r == -EMFILE || r == -ENFILE)
                 o->out_of_fds++;
         return r;
 }
@@ -184,8 +185,10 @@ static void release(Observer *o, CgEntry *e) {
 void observer_read_limits(Observer *o, CgEntry *e) {
         if (observer_attach(o, e) < 0)
                 return;
-        if (sampler_read_limits(e->cg, &e->limits) == -ENODEV)
-                e->gone = o->gone_since_walk = true;
+        if (sampler_read_limits(e->cg, &e->limits) == -ENODEV) {
+                cgtable_set_gone(&o->cgroups, e, true);
+                o->gone_since_walk = true;
+        }
         e->limits_pass = o->passes;
         release(o, e);
 }
@@ -231,7 +234,8 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         if (r < 0) {
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
-                        e->gone = o->gone_since_walk = true;
+                        cgtable_set_gone(&o->cgroups, e, true);
+                        o->gone_since_walk = true;
                         e->signals.valid = false;
                 }
                 return r;

@@ -26,11 +26,7 @@ const char *api_config_root(const Api *a) {
 }
 
 size_t api_cgroups_watched(const Observer *o) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < o->cgroups.n; i++)
-                n += !o->cgroups.entries[i].gone;
-        return n;
+        return cgtable_live(&o->cgroups);
 }
 
 /* ---- who may change things ---- */
