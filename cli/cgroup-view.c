@@ -318,7 +318,7 @@ const char *protection_text(char *buf, size_t size, const Value *st) {
         if (!value_get(st, "protected_cgroups"))
                 snprintf(buf, size, "- (this mdreclaimd does not say)");
         else if (np == 0)
-                snprintf(buf, size, "nothing (no cgroup under a Protect=yes policy); %" PRIu64 " throttle%s "
+                snprintf(buf, size, "nothing (no cgroup has a Protect=yes policy); %" PRIu64 " throttle%s "
                          "held", held, held == 1 ? "" : "s");
         else if (nc == 0)
                 snprintf(buf, size, "%s; no writer capped; %" PRIu64 " throttle%s held",

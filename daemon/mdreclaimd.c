@@ -302,8 +302,10 @@ int main(int argc, char **argv) {
          * held 1.1 MB more for good. Fixed, a block of 128 KiB or more is
          * mapped and given back when freed, and so is a free heap top.
          */
+#ifdef M_MMAP_THRESHOLD
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
         mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+#endif
 
         r = parse_args(argc, argv, &o);
         if (r <= 0)

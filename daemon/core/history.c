@@ -77,6 +77,18 @@ int history_new(size_t capacity, size_t max_cgroups, History **ret) {
                                   max_cgroups, ret);
 }
 
+int history_new_for_tick(size_t capacity, size_t max_cgroups, uint64_t interval_usec, History **ret) {
+        /* A merged sample's span, in µs, must fit the 32 bits its interval and stalls are kept in. */
+        uint64_t factor = MIN((uint64_t) HISTORY_FACTOR_DEFAULT, (UINT32_MAX - 1) / MAX(interval_usec, (uint64_t) 1));
+
+        if (capacity == 0)
+                return -EINVAL;
+        if (factor < 2)
+                return history_new_tiered(capacity, capacity, 2, max_cgroups, ret);
+        return history_new_tiered(capacity, MIN(capacity, (size_t) HISTORY_FINE_DEFAULT), (size_t) factor,
+                                  max_cgroups, ret);
+}
+
 static void track_clear(HistoryTrack *t) {
         free(t->path);
         free(t->ring);
@@ -232,7 +244,8 @@ static uint32_t mean_u32(uint32_t a, uint64_t a_usec, uint32_t b, uint64_t b_use
 
 /* `s`, which is newer, merged into `m`: one sample that covers both spans (HistoryTrack says how). */
 static void sample_merge(HistoryPacked *m, const HistoryPacked *s) {
-        /* The rate's weight is the time its known figures cover: the merged interval, unless unknown. */
+        /* The rate's weight is the merged interval, unless no part's rate was known (then none): parts of
+         * unknown rate among known ones count as time, an approximation (history.h). */
         uint64_t m_usec = m->write_rate_kib == UINT32_MAX ? 0 : m->interval_usec;
 
         m->write_rate_kib = mean_u32(m->write_rate_kib, m_usec, s->write_rate_kib, s->interval_usec);

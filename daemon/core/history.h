@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The sample history: one bounded ring of per-tick figures for the host and
- * for each cgroup a policy governs (at most a set number of them), so that an
- * operator can see what the stalls and the caps did over the last hour. It is
+ * The sample history: bounded rings of per-tick figures for the host and for
+ * each cgroup a policy governs (at most a set number of them), the older part
+ * merged, so that an operator can see what the stalls and the caps did over
+ * the last hour. It is
  * written to a file at stop (atomically, beside the throttle ledger) and read
  * back at start; a file that is not whole, not ours or of another version is
  * refused as a whole, never half trusted. The store allocates a cgroup's ring
@@ -70,10 +71,11 @@ typedef struct HistoryPacked {
 /*
  * Two tiers a track: the newest samples as they were taken (the fine ring),
  * and the older part of the span merged `factor` to one (the coarse ring), so
- * that an hour of history costs a tenth of what an hour of ticks would. A
+ * that an hour of history costs a fifth of what an hour of ticks would. A
  * merged sample covers the span of its parts: its interval is theirs summed,
  * its stalls summed, its sizes the peak, its write rate the mean over the
- * time, its memory.high and cap the lowest in force; it is dated by its
+ * time (the parts whose rate is unknown count as time, not as rate: an
+ * approximation), its memory.high and cap the lowest in force; it is dated by its
  * newest part. The samples that left the fine ring and do not fill a merged
  * one yet are held merged too (`partial`), and given out as one.
  */
@@ -111,6 +113,9 @@ int history_new(size_t capacity, size_t max_cgroups, History **ret);
 /* The same with the tiers given: the newest `fine` (1..capacity) as taken, older merged `factor` (>= 2) to
  * one; fine == capacity: no coarse tier. */
 int history_new_tiered(size_t capacity, size_t fine, size_t factor, size_t max_cgroups, History **ret);
+/* history_new() for samples taken every interval_usec: fewer merged to one where thirty would span more
+ * than a merged sample's interval and stalls hold (32 bits of µs, 71 minutes), none merged where two would. */
+int history_new_for_tick(size_t capacity, size_t max_cgroups, uint64_t interval_usec, History **ret);
 History *history_free(History *h);
 static inline void history_freep(History **h) {
         if (*h)

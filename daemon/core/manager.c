@@ -323,7 +323,8 @@ static void manager_load_history(Manager *m) {
                         log_info("[History] Samples=0: the sample history %s/%s is removed", dir, HISTORY_FILE_NAME);
                 return;
         }
-        r = history_new(m->config->daemon.history_samples, m->config->daemon.history_cgroups, &m->history);
+        r = history_new_for_tick(m->config->daemon.history_samples, m->config->daemon.history_cgroups,
+                                 m->config->daemon.interval_usec, &m->history);
         if (r < 0) {
                 log_error_errno(r, "Cannot keep a sample history: %m");
                 return;
@@ -338,9 +339,9 @@ static void manager_load_history(Manager *m) {
                             "allows); ignored, the history starts afresh", dir, HISTORY_FILE_NAME);
         else if (r < 0)
                 log_warning_errno(r, "Cannot read %s/%s: %m; the history starts afresh", dir, HISTORY_FILE_NAME);
-        else if (m->history->host.n > 0)
+        else if (history_track_count(&m->history->host) > 0)
                 log_info("Sample history read from %s/%s: %zu samples of the host, %zu cgroups", dir,
-                         HISTORY_FILE_NAME, m->history->host.n, m->history->n_tracks);
+                         HISTORY_FILE_NAME, history_track_count(&m->history->host), m->history->n_tracks);
 }
 
 /* Writes the history to the state directory; a failure is logged once until it changes or clears. */

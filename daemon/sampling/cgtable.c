@@ -309,8 +309,8 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
         n = &rf->added[rf->n_added++];
         *n = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
                          .path_hash = path_hash(cg->path),
-                         .unit_hash = cgroup_path_unit(cg->path) ? path_hash(cgroup_path_unit(cg->path)) : 0,
                          .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
+        n->unit_hash = n->unit ? path_hash(n->unit) : 0;
         r = watch_entry(rf->t, n);
         /* Held open only while it is sampled every tick (observer.h). */
         cgroup_detach(cg);

@@ -82,7 +82,6 @@ int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error) {
                                  group ? group : "", group ? "' (AdminGroup=)" : "", (unsigned) c->creds.uid);
 }
 
-/* The cgroups named `what` (a path below the root or a unit name, raw), the first two of them. */
 /* The cgroups at a path or of a unit name, through the table's indexes (no look at every entry): how
  * many, the one of the lowest id and, of two or more, the next. */
 static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEntry **ret_other) {

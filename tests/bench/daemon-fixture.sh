@@ -138,7 +138,7 @@ for n in $sizes; do
     done
     if [ "${MDR_BENCH_HISTORY_FULL:-0}" = 1 ]; then
         # Two spans of the history (3600 ticks each) from the start, in ms of the tick.
-        tick_ms=$(awk -v t="$tick" 'BEGIN { v = t + 0; if (t ~ /ms$/) print v; else if (t ~ /min$/) print v * 60000;
+        tick_ms=$(awk -v t="$tick" 'BEGIN { v = t + 0; if (t ~ /ms$/) print v; else if (t ~ /min$/) print v * 60000; else if (t ~ /h$/) print v * 3600000;
                                            else print v * 1000 }')
         left=$(( (7200 * tick_ms - ($(date +%s%N) - t0_start) / 1000000) / 1000 ))
         echo "  waiting ${left} s for two spans of the history ($tick ticks)"

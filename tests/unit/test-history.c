@@ -412,6 +412,19 @@ static void test_tiers_merge(void **state) {
         assert_int_equal(h->fine, HISTORY_FINE_DEFAULT);
         assert_int_equal(h->coarse, (3600 - HISTORY_FINE_DEFAULT) / HISTORY_FACTOR_DEFAULT);
         history_free(h);
+        /* The tick decides how many make one: a merged sample spans at most what 32 bits of µs hold. */
+        assert_int_equal(history_new_for_tick(3600, 1, USEC_PER_SEC, &h), 0);
+        assert_int_equal(h->factor, 30);
+        history_free(h);
+        assert_int_equal(history_new_for_tick(3600, 1, 5 * 60 * USEC_PER_SEC, &h), 0);
+        assert_int_equal(h->factor, 14);                /* 14 × 5 min = 70 min */
+        assert_true(h->factor * 5 * 60 * USEC_PER_SEC <= UINT32_MAX - 1);
+        history_free(h);
+        assert_int_equal(history_new_for_tick(3600, 1, 60 * 60 * USEC_PER_SEC, &h), 0);
+        assert_int_equal(h->coarse, 0);                 /* two would not fit: none merged */
+        assert_int_equal(h->fine, 3600);
+        history_free(h);
+        assert_int_equal(history_new_for_tick(0, 1, USEC_PER_SEC, &h), -EINVAL);
         assert_int_equal(history_new_tiered(10, 11, 3, 1, &h), -EINVAL);
         assert_int_equal(history_new_tiered(10, 0, 3, 1, &h), -EINVAL);
         assert_int_equal(history_new_tiered(10, 4, 1, 1, &h), -EINVAL);
