@@ -506,6 +506,13 @@ static void swap_config(Manager *m, Config *c) {
         if (c->daemon.history_samples != m->config->daemon.history_samples ||
             c->daemon.history_cgroups != m->config->daemon.history_cgroups)
                 log_warning("[History] Samples= or Cgroups= changed; it takes effect at the next restart");
+        /* The merging was sized at start for the tick then (history_new_for_tick()). */
+        if (m->history && m->history->coarse > 0 &&
+            (uint64_t) m->history->factor * c->daemon.interval_usec > UINT32_MAX - 1)
+                log_warning("Interval= is now longer than the sample history's merging was sized for: %zu "
+                            "samples merged to one span more than 71 minutes, which their figures cannot "
+                            "hold (held at the most); restart the daemon to merge fewer",
+                            m->history->factor);
         /* Policies point into the old configuration: detach before freeing it. */
         for (size_t i = 0; i < m->observer->cgroups.n; i++)
                 m->observer->cgroups.entries[i].policy = NULL;
