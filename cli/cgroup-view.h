@@ -52,5 +52,5 @@ const char *text_device(char buf[static 64], const Value *v);
  * other figures of six digits or more as "16.0M". */
 const char *text_humanize(char *buf, size_t size, const char *s);
 /* What GetStatus says is protected and capped, in a line: "db.service; 1 writer capped on vda:
- * writer.service; 2 throttles held", "nothing (no policy ...)". */
+ * writer.service; 2 throttles held", "nothing (no cgroup has a Protect=yes policy); ...". */
 const char *protection_text(char *buf, size_t size, const Value *st);

@@ -509,7 +509,7 @@ static void swap_config(Manager *m, Config *c) {
         /* The merging was sized at start for the tick then (history_new_for_tick()). */
         if (m->history && m->history->coarse > 0 &&
             (uint64_t) m->history->factor * c->daemon.interval_usec > UINT32_MAX - 1)
-                log_warning("Interval= is now longer than the sample history's merging was sized for: %zu "
+                log_warning("[Daemon] Interval= is now longer than the sample history's merging was sized for: %zu "
                             "samples merged to one span more than 71 minutes, which their figures cannot "
                             "hold (held at the most); restart the daemon to merge fewer",
                             m->history->factor);
