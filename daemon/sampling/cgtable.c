@@ -76,6 +76,13 @@ static uint32_t path_hash(const char *p) {
         return h;
 }
 
+/* An entry's unit and the hashes the indexes file it under, from its path. */
+static void entry_names(CgEntry *e) {
+        e->unit = cgroup_path_unit(e->cg->path);
+        e->path_hash = path_hash(e->cg->path);
+        e->unit_hash = e->unit ? path_hash(e->unit) : 0;
+}
+
 /* The two indexes: by path (every entry) and by unit name (entries that have one). */
 enum { BY_PATH, BY_UNIT };
 
@@ -307,10 +314,8 @@ static int refresh_one(const char *path, uint64_t id, void *userdata) {
                 rf->n_alloc = want;
         }
         n = &rf->added[rf->n_added++];
-        *n = (CgEntry) { .cg = cg, .seen = true, .unit = cgroup_path_unit(cg->path),
-                         .path_hash = path_hash(cg->path),
-                         .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
-        n->unit_hash = n->unit ? path_hash(n->unit) : 0;
+        *n = (CgEntry) { .cg = cg, .seen = true, .found_usec = rf->t->n > 0 ? now_usec(CLOCK_MONOTONIC) : 0 };
+        entry_names(n);
         r = watch_entry(rf->t, n);
         /* Held open only while it is sampled every tick (observer.h). */
         cgroup_detach(cg);
@@ -428,9 +433,7 @@ int cgtable_add(CgTable *t, const CgRoot *root, const char *path, CgEntry **ret)
         if (r < 0)
                 return r;
         *e = (CgEntry) { .cg = TAKE_PTR(cg), .wd = -1, .found_usec = now_usec(CLOCK_MONOTONIC) };
-        e->unit = cgroup_path_unit(e->cg->path);
-        e->path_hash = path_hash(e->cg->path);
-        e->unit_hash = e->unit ? path_hash(e->unit) : 0;
+        entry_names(e);
         r = index_put(t, BY_PATH, e);
         if (r >= 0)
                 r = index_put(t, BY_UNIT, e);
