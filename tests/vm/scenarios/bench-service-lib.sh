@@ -368,13 +368,18 @@ results_table() {
 # three (its worst transaction beside cp is 7-22 s in the benchmarks, its
 # rate 1-10 % of the service's alone, the daemon's 0.2-0.6 s and 40-90 %).
 # The writer's rate is its own (io.stat), not the device's, which counts
-# the service's writes too; held to GuardRate and a stall's step under it,
-# it keeps about 60 % of what it wrote with the kernel alone.
+# the service's writes too. It is weighed against what the device completed
+# for the writer alone with the kernel (learn_device's first run), not
+# against its io.stat beside the service with the kernel alone: io.stat
+# counts at dispatch, and with nothing holding it the writer fills the
+# disk's deep queue, so that figure ran to 21 MiB/s on a 15 MiB/s disk (a
+# CI run's, which made 8.3 MiB/s look like 39 %). Held to GuardRate and a
+# stall's step under it, the writer keeps 55-60 % of the device's rate.
 short_checks() {
-    local k_rate k_max d_rate d_max k_w d_w cap
+    local k_rate k_max d_rate d_max a_w d_w cap
     read -r k_rate _ _ k_max _ _ < /tmp/sum-kernel
     read -r d_rate _ _ d_max _ _ < /tmp/sum-mdreclaimd
-    read -r _ k_w < /tmp/wrate-kernel
+    read -r a_w < /tmp/wrate-writer-kernel
     read -r _ d_w < /tmp/wrate-mdreclaimd
     cap=$(cat /tmp/firstcap-mdreclaimd 2> /dev/null)
     ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
@@ -384,7 +389,7 @@ short_checks() {
         awk -v m="$d_max" 'BEGIN { exit !(m + 0 > 0 && m + 0 < 2000) }'
     check "its $svc_unit beside mdreclaimd is at least 3 times the kernel alone's ($d_rate against $k_rate)" \
         ge "$d_rate" "$(awk -v k="$k_rate" 'BEGIN { print 3 * k }')"
-    check "the writer's own rate beside mdreclaimd is at least 40 % of the kernel alone's ($d_w against $k_w MiB/s, io.stat)" \
-        ge "$d_w" "$(awk -v k="$k_w" 'BEGIN { print k * 0.4 }')"
+    check "the writer's own rate beside mdreclaimd is at least 40 % of the device's ($d_w MiB/s, io.stat; alone $a_w MiB/s)" \
+        ge "$d_w" "$(awk -v k="$a_w" 'BEGIN { print k * 0.4 }')"
     check "the daemon logged no error" test -z "$(grep -E '^<[0-3]>' /tmp/daemon.log)"
 }

@@ -12,8 +12,8 @@
 # write point's docs, "What it cannot do"). It checks
 # that the daemon finds and caps the unconfigured writer, that the
 # database's worst commit stays under 2 s and its commit rate at three
-# times the kernel alone's or more, and that the writer keeps half its rate
-# (bench-service-lib.sh, short_checks). About 100 s. The long form, with the
+# times the kernel alone's or more, and that the writer keeps 40 % of the
+# device's rate or more (bench-service-lib.sh, short_checks). About 100 s. The long form, with the
 # static cap beside them: bench-sqlite, bench-pg (docs/write-point.md).
 MDR_SVC_SHORT=yes
 export MDR_SVC_SHORT
