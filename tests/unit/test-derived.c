@@ -143,6 +143,13 @@ static void ticks(DevStat *d, unsigned n, uint64_t mib, uint32_t busy_ppm, bool 
                 devstat_capacity_tick(d, mib << 20, USEC_PER_SEC / 2, busy_ppm, waiting);
 }
 
+/* Whether the estimate is within a thousandth of `want` (the sums are doubles). */
+static bool near(uint64_t got, uint64_t want) {
+        uint64_t diff = got > want ? got - want : want - got;
+
+        return diff <= want / 1000;
+}
+
 static void test_device_capacity(void **s) {
         const uint64_t m = UINT64_C(1) << 20;
         DevStat d = {};
@@ -150,25 +157,35 @@ static void test_device_capacity(void **s) {
         /* Not saturated: says nothing, whatever the rate (a burst into a cache). */
         ticks(&d, 8, 16, 500000, false);
         assert_int_equal(d.capacity, 0);
-        /* Saturated: the first two seconds set it, each two after move it an eighth of the way. */
-        /* From half a second of it a first figure, followed until the window is whole. */
+        /* Saturated: from half a second of it a first figure, the flood's rate so far. */
         ticks(&d, 1, 8, 950000, false);
         assert_int_equal(d.capacity, 0);
         assert_int_equal(devstat_capacity(&d), 16 * m);
         ticks(&d, 1, 10, 950000, false);
-        assert_int_equal(d.capacity, 0);
         assert_int_equal(d.provisional, 18 * m);
-        ticks(&d, 1, 6, 950000, false);
-        assert_int_equal(devstat_capacity(&d), 16 * m);
-        ticks(&d, 1, 8, 950000, false);
-        assert_int_equal(d.capacity, 16 * m);
-        ticks(&d, 4, 16, 1000000, false);
-        assert_int_equal(d.capacity, 18 * m);
-        ticks(&d, 4, 4, 1000000, false);
-        assert_int_equal(d.capacity, 18 * m - (18 * m - 8 * m) / 8);
+        ticks(&d, 2, 6, 950000, false);
+        assert_int_equal(devstat_capacity(&d), 15 * m);
+        /* The flood's first two seconds are not in the estimate; it is set once the sums hold six
+         * seconds (decayed: six and a half of ticks). */
+        ticks(&d, 12, 8, 1000000, false);
+        assert_int_equal(d.capacity, 0);
+        ticks(&d, 1, 8, 1000000, false);
+        assert_true(near(d.capacity, 16 * m));
         /* The estimate, once there, is what counts; the first figure is never saved. */
         d.provisional = 99 * m;
         assert_int_equal(devstat_capacity(&d), d.capacity);
+        /* A burst moves it by its share of the time, and it comes back as the disk's rate goes on. */
+        ticks(&d, 1, 32, 1000000, false);
+        assert_true(d.capacity > 16 * m && d.capacity < 24 * m);
+        ticks(&d, 240, 8, 1000000, false);
+        assert_true(d.capacity < 16 * m + m / 8);
+        /* Unsaturated time does not age it: a new flood's first seconds at twice the rate are left
+         * out, and what follows weighs as much as the time it took. */
+        ticks(&d, 100, 1, 100000, false);
+        ticks(&d, 4, 16, 1000000, false);
+        assert_true(d.capacity < 16 * m + m / 8);
+        ticks(&d, 240, 12, 1000000, false);
+        assert_true(d.capacity > 23 * m && d.capacity < 24 * m);
         /* A device saturated by reads, its few writes waiting behind them: no first figure under
          * 1 MiB/s, and none from waits alone. */
         {
@@ -178,8 +195,8 @@ static void test_device_capacity(void **s) {
                 assert_int_equal(devstat_capacity(&r), 0);
                 devstat_capacity_tick(&r, 0, USEC_PER_SEC / 2, 1000000, true);
                 assert_int_equal(devstat_capacity(&r), 0);
-                /* A first figure not confirmed by a window within 10 s of unsaturated ticks is dropped;
-                 * a saturated tick in between keeps it. */
+                /* A first figure not confirmed within 10 s of unsaturated ticks is dropped with its
+                 * flood; a saturated tick in between keeps it. */
                 r = (DevStat) {};
                 ticks(&r, 1, 2, 950000, false);
                 assert_int_equal(devstat_capacity(&r), 4 * m);
@@ -190,7 +207,7 @@ static void test_device_capacity(void **s) {
                 assert_int_equal(devstat_capacity(&r), 4 * m);
                 ticks(&r, 1, 1, 100000, false);
                 assert_int_equal(devstat_capacity(&r), 0);
-                assert_int_equal(r.window_usec, 0);
+                assert_int_equal(r.flood_usec, 0);
                 /* Saturated ticks that write nothing while writes wait bring the rate so far under
                  * 1 MiB/s: no first figure then, rather than the earlier one kept. */
                 r = (DevStat) {};
@@ -203,18 +220,27 @@ static void test_device_capacity(void **s) {
         d = (DevStat) { .capacity = 16 * m };
         ticks(&d, 8, 0, 1000000, false);
         assert_int_equal(d.capacity, 16 * m);
-        assert_int_equal(d.window_usec, 0);
+        assert_int_equal(d.flood_usec, 0);
         /* Writes completed in bursts, the ticks between them busy with writes waiting (btrfs under
-         * qemu, a 16 MiB/s disk): the bursts alone would say 56 MiB/s, with the waits it is 16. */
+         * qemu, a 16 MiB/s disk): the bursts alone would say 56 MiB/s, with the waits it is 14. */
         d = (DevStat) {};
+        ticks(&d, 4, 7, 1000000, false);
         for (int i = 0; i < 8; i++) {
-                ticks(&d, 1, 28, 1000000, false);
                 ticks(&d, 3, 0, 1000000, true);
+                ticks(&d, 1, 28, 1000000, false);
         }
-        assert_int_equal(d.capacity, 14 * m);
-        /* Only waits for a whole window: a stuck device, not a slow one; the estimate stays. */
+        assert_true(near(d.capacity, 14 * m));
+        /* Waits for four seconds or more: a stuck device, not a slow one; the estimate stays, and the
+         * completion that ends them counts for its own tick alone. */
         ticks(&d, 8, 0, 1000000, true);
-        assert_int_equal(d.capacity, 14 * m);
+        assert_true(near(d.capacity, 14 * m));
+        ticks(&d, 1, 7, 1000000, false);
+        assert_true(near(d.capacity, 14 * m));
+        /* A capacity read from the state file counts as eight seconds at its rate: two seconds at
+         * half of it (after the flood's first two) take it a fifth of the way, not all of it. */
+        d = (DevStat) { .capacity = 16 * m };
+        ticks(&d, 8, 4, 1000000, false);
+        assert_true(d.capacity > 14 * m && d.capacity < 15 * m);
 }
 
 int main(void) {

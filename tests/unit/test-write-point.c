@@ -498,7 +498,7 @@ static void test_guard_steps_down_on_a_stall_and_creeps_back_to_its_level(void *
         decide(1 * SEC);
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 8 * 7);
         cg[0].io_stall_ppm = 1000;
         /* The capacity estimate drifts up with the bursts a busy device lets through: the
          * creep still stops where the guard began. */
@@ -661,7 +661,7 @@ static void test_guard_steps_down_once_at_most(void **s) {
                 cg[0].io_stall_ppm = (uint32_t) (900000 - t * 1000);
                 decide(t * SEC);
         }
-        assert_int_equal(state.caps[0].wbps, level / 4 * 3);
+        assert_int_equal(state.caps[0].wbps, level / 8 * 7);
 }
 
 static void test_guard_lifts_once_the_protected_cgroup_is_idle(void **s) {
@@ -698,9 +698,9 @@ static void test_cap_holds_the_writers_backlog(void **s) {
         /* A stall steps the cap down: the budget follows. */
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, 70 * MIB / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, 70 * MIB / 8 * 7);
         a = must(PA_SET_BUDGET, 2);
-        assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB / 4 * 3, 20));
+        assert_int_equal(a->value, write_point_budget_high(&cg[1], 70 * MIB / 8 * 7, 20));
         assert_int_equal(a->previous, write_point_budget_high(&cg[1], 70 * MIB, 20));
         /* Quiet for the hold time: cap and budget go together. */
         cg[0].io_stall_ppm = 0;
@@ -737,7 +737,7 @@ static void test_guard_holds_while_the_protected_cgroup_waits(void **s) {
         decide(1 * SEC);
         cg[0].io_stall_ppm = 500000;
         decide(2 * SEC);
-        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 4 * 3);
+        assert_int_equal(must(PA_SET_CAP, 2)->value, level / 8 * 7);
         /* Its fdatasync waits: no bytes done, a stall under its limit. The capacity estimate drifts up. */
         victim_dev[0].wbytes_per_sec = 0;
         cg[0].io_stall_ppm = 60000;
