@@ -37,9 +37,10 @@
  * be saturated again, and nothing would come to correct it. Dropped, the next flood measures the
  * device whole). */
 #define DEVSTAT_PROVISIONAL_HOLD_USEC (UINT64_C(10) * 1000 * 1000)
-/* The estimate is set once the sums hold this much saturated time (4 s let one burst of btrfs under
- * qemu set it 39 % high, 10 s into a recorded flood; 6 s kept that to 10 %). */
-#define DEVSTAT_CAPACITY_MIN_USEC (UINT64_C(6) * 1000 * 1000)
+/* The estimate is set once the sums hold this much saturated time: about 8 s into a flood. Longer
+ * waits trade a steadier first figure for floods too short to give one (6 s: 10-12 s in; one btrfs
+ * boot under qemu read 39 % high 10 s in with 4 s and 10 % with 6, the same after 13 s). */
+#define DEVSTAT_CAPACITY_MIN_USEC (UINT64_C(4) * 1000 * 1000)
 /* A capacity learnt before (the state file) counts as this much saturated time at that rate. */
 #define DEVSTAT_CAPACITY_SEED_USEC (UINT64_C(8) * 1000 * 1000)
 /* Saturated ticks that complete no write while writes wait are held back and counted with the

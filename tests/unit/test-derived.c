@@ -165,9 +165,9 @@ static void test_device_capacity(void **s) {
         assert_int_equal(d.provisional, 18 * m);
         ticks(&d, 2, 6, 950000, false);
         assert_int_equal(devstat_capacity(&d), 15 * m);
-        /* The flood's first two seconds are not in the estimate; it is set once the sums hold six
-         * seconds (decayed: six and a half of ticks). */
-        ticks(&d, 12, 8, 1000000, false);
+        /* The flood's first two seconds are not in the estimate; it is set once the sums hold four
+         * seconds (decayed: four and a half of ticks). */
+        ticks(&d, 8, 8, 1000000, false);
         assert_int_equal(d.capacity, 0);
         ticks(&d, 1, 8, 1000000, false);
         assert_true(near(d.capacity, 16 * m));

@@ -52,9 +52,10 @@ if [ ! -e "$mark" ]; then
     t0=$(now)
     in_cgroup "$wcg" dd if=/dev/zero of=$mnt/bulk bs=1M count=2048 oflag=direct status=none &
     dd_pid=$!
-    # The capacity is saved every minute and at stop: ask for it by stopping.
-    for _ in $(seq 8); do
-        sleep 5
+    # The capacity is saved every minute and at stop: ask for it by stopping,
+    # once the estimate has had time to be set (about 8 s into the flood).
+    for _ in $(seq 6); do
+        sleep 12
         hist=$(mdctl --json history / | jq '.samples | length')
         kill -TERM "$daemon_pid"; wait "$daemon_pid"
         [ -n "$(capacity)" ] && break
