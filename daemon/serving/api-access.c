@@ -102,8 +102,12 @@ static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEn
         return found;
 }
 
+/* The two cgroups named in path order: their ids (the lowest two) follow the order they were made in
+ * on cgroupfs, not on every filesystem (tmpfs hands inode numbers out in per-CPU batches). */
 static int ambiguous(sd_bus_error *error, const char *what, size_t found, const CgEntry *hit, const CgEntry *other) {
-        _cleanup_free_ char *a = name_escape(hit->cg->path), *b = name_escape(other->cg->path);
+        bool swap = strcmp(hit->cg->path, other->cg->path) > 0;
+        _cleanup_free_ char *a = name_escape(swap ? other->cg->path : hit->cg->path),
+                            *b = name_escape(swap ? hit->cg->path : other->cg->path);
 
         if (!a || !b)
                 return -ENOMEM;
