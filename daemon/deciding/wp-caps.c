@@ -42,7 +42,7 @@ void wp_cap_lifts_when(PointAction *a, const WpCgroup *victim, bool guarding) {
  * GuardRate= of the device's capacity. 0 before the capacity is known: what
  * an unsaturated device completes says nothing of what it could (a guard
  * sized from a victim's trickle would starve the writer), and a writer that
- * floods it makes it known within a tick or two.
+ * floods it gives a first figure within a tick or two (devstat_capacity()).
  */
 uint64_t wp_guard_level(const WpDevice *dev, const WpSettings *st) {
         return dev ? ppm_of(dev->capacity, st->guard_rate_ppm) : 0;

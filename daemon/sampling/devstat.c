@@ -72,7 +72,8 @@ static uint64_t add_capped(uint64_t a, uint64_t b) {
 /* Saturated time into the estimate's sums; the estimate is their ratio once they hold enough. */
 static void capacity_add(DevStat *d, uint64_t bytes, uint64_t usec) {
         const double life = (double) DEVSTAT_CAPACITY_LIFE_USEC;
-        double keep;
+        double keep, r;
+        uint64_t rate;
 
         if (d->sum_usec <= 0 && d->capacity > 0) {
                 d->sum_usec = (double) DEVSTAT_CAPACITY_SEED_USEC;
@@ -81,12 +82,15 @@ static void capacity_add(DevStat *d, uint64_t bytes, uint64_t usec) {
         keep = life / (life + (double) usec);
         d->sum_bytes = d->sum_bytes * keep + (double) bytes;
         d->sum_usec = d->sum_usec * keep + (double) usec;
-        if (d->sum_usec >= (double) DEVSTAT_CAPACITY_MIN_USEC) {
-                double rate = d->sum_bytes / d->sum_usec * USEC_PER_SEC;
+        r = d->sum_bytes / d->sum_usec * USEC_PER_SEC;
+        rate = r >= (double) UINT64_MAX ? UINT64_MAX : (uint64_t) r;
 
+        if (d->sum_usec >= (double) DEVSTAT_CAPACITY_MIN_USEC)
                 /* 0 means "never measured": a device that completes next to nothing is at 1 B/s. */
-                d->capacity = rate >= (double) UINT64_MAX ? UINT64_MAX : MAX((uint64_t) rate, UINT64_C(1));
-        }
+                d->capacity = MAX(rate, UINT64_C(1));
+        else if (d->capacity == 0)
+                /* The first figure from here on leaves the flood's first seconds out too. */
+                d->provisional = rate >= DEVSTAT_PROVISIONAL_MIN ? rate : 0;
 }
 
 /*
@@ -105,7 +109,8 @@ static void capacity_add(DevStat *d, uint64_t bytes, uint64_t usec) {
  * completes its writes in bursts spends the ticks between them so (btrfs
  * under qemu), and the bursts alone came to twice the disk's rate. One busy
  * with reads alone says nothing of writes. A device never seen busy has no
- * estimate (0).
+ * estimate (0); before its first (about 4 s into its first flood), the
+ * flood's rate so far is a first figure (devstat_capacity()).
  */
 void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint32_t busy_ppm, bool writes_waiting) {
         bool skipped;
@@ -133,8 +138,12 @@ void devstat_capacity_tick(DevStat *d, uint64_t bytes, uint64_t span_usec, uint3
                 d->waiting_usec = add_capped(d->waiting_usec, span_usec);
                 return;
         }
-        if (d->waiting_usec >= DEVSTAT_CAPACITY_STUCK_USEC)
+        /* After a stuck device, the tick that ends the wait completes what queued meanwhile:
+         * neither counts. */
+        if (d->waiting_usec >= DEVSTAT_CAPACITY_STUCK_USEC) {
                 d->waiting_usec = 0;
+                return;
+        }
         capacity_add(d, bytes, add_capped(span_usec, d->waiting_usec));
         d->waiting_usec = 0;
 }

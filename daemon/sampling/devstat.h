@@ -37,10 +37,12 @@
  * be saturated again, and nothing would come to correct it. Dropped, the next flood measures the
  * device whole). */
 #define DEVSTAT_PROVISIONAL_HOLD_USEC (UINT64_C(10) * 1000 * 1000)
-/* The estimate is set once the sums hold this much saturated time: about 8 s into a flood. Longer
- * waits trade a steadier first figure for floods too short to give one (6 s: 10-12 s in; one btrfs
- * boot under qemu read 39 % high 10 s in with 4 s and 10 % with 6, the same after 13 s). */
-#define DEVSTAT_CAPACITY_MIN_USEC (UINT64_C(4) * 1000 * 1000)
+/* The estimate is set once the sums hold this much saturated time: about 4 s into a device's first
+ * flood, and refined from then on. Longer waits give a steadier first estimate (one btrfs boot under
+ * qemu read 39 % high 10 s into its flood with 4 s, 10 % with 6 s, alike from 13 s on), but a guard
+ * armed from the first figure can end the saturation before they are over, and then nothing is
+ * learnt or saved. */
+#define DEVSTAT_CAPACITY_MIN_USEC (UINT64_C(2) * 1000 * 1000)
 /* A capacity learnt before (the state file) counts as this much saturated time at that rate. */
 #define DEVSTAT_CAPACITY_SEED_USEC (UINT64_C(8) * 1000 * 1000)
 /* Saturated ticks that complete no write while writes wait are held back and counted with the

@@ -165,18 +165,25 @@ static void test_device_capacity(void **s) {
         assert_int_equal(d.provisional, 18 * m);
         ticks(&d, 2, 6, 950000, false);
         assert_int_equal(devstat_capacity(&d), 15 * m);
-        /* The flood's first two seconds are not in the estimate; it is set once the sums hold four
-         * seconds (decayed: four and a half of ticks). */
-        ticks(&d, 8, 8, 1000000, false);
+        /* The flood's first two seconds are not in the estimate, nor in the first figure once ticks
+         * after them are; the estimate is set once the sums hold two seconds (decayed: two and a
+         * half of ticks). */
+        ticks(&d, 1, 8, 1000000, false);
+        assert_int_equal(d.capacity, 0);
+        assert_int_equal(devstat_capacity(&d), 16 * m);
+        ticks(&d, 3, 8, 1000000, false);
         assert_int_equal(d.capacity, 0);
         ticks(&d, 1, 8, 1000000, false);
         assert_true(near(d.capacity, 16 * m));
         /* The estimate, once there, is what counts; the first figure is never saved. */
         d.provisional = 99 * m;
         assert_int_equal(devstat_capacity(&d), d.capacity);
-        /* A burst moves it by its share of the time, and it comes back as the disk's rate goes on. */
+        /* A burst moves it by its share of the time (half a second of ten here), and it comes back
+         * as the disk's rate goes on. */
+        ticks(&d, 16, 8, 1000000, false);
+        assert_true(near(d.capacity, 16 * m));
         ticks(&d, 1, 32, 1000000, false);
-        assert_true(d.capacity > 16 * m && d.capacity < 24 * m);
+        assert_true(d.capacity > 18 * m && d.capacity < 19 * m);
         ticks(&d, 240, 8, 1000000, false);
         assert_true(d.capacity < 16 * m + m / 8);
         /* Unsaturated time does not age it: a new flood's first seconds at twice the rate are left
@@ -184,6 +191,8 @@ static void test_device_capacity(void **s) {
         ticks(&d, 100, 1, 100000, false);
         ticks(&d, 4, 16, 1000000, false);
         assert_true(d.capacity < 16 * m + m / 8);
+        ticks(&d, 4, 12, 1000000, false);
+        assert_true(d.capacity < 16 * m + m / 2);       /* 16.75 MiB/s, had the 50 s idle aged them */
         ticks(&d, 240, 12, 1000000, false);
         assert_true(d.capacity > 23 * m && d.capacity < 24 * m);
         /* A device saturated by reads, its few writes waiting behind them: no first figure under
@@ -230,12 +239,14 @@ static void test_device_capacity(void **s) {
                 ticks(&d, 1, 28, 1000000, false);
         }
         assert_true(near(d.capacity, 14 * m));
-        /* Waits for four seconds or more: a stuck device, not a slow one; the estimate stays, and the
-         * completion that ends them counts for its own tick alone. */
+        /* Waits for four seconds or more: a stuck device, not a slow one. Neither they nor the
+         * completion that ends them (what queued meanwhile) count; the ticks after it do. */
         ticks(&d, 8, 0, 1000000, true);
         assert_true(near(d.capacity, 14 * m));
-        ticks(&d, 1, 7, 1000000, false);
+        ticks(&d, 1, 28, 1000000, false);
         assert_true(near(d.capacity, 14 * m));
+        ticks(&d, 1, 14, 1000000, false);
+        assert_true(d.capacity > 14 * m + m / 4);
         /* A capacity read from the state file counts as eight seconds at its rate: two seconds at
          * half of it (after the flood's first two) take it a fifth of the way, not all of it. */
         d = (DevStat) { .capacity = 16 * m };

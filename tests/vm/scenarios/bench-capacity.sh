@@ -10,7 +10,7 @@
 #
 # leaves DIR/capacity-FS.trace, one line a sample: the guest's uptime, the
 # 11+ fields of /sys/dev/block/MAJ:MIN/stat, then inflight's reads and
-# writes. tests/capacity-replay.py replays the estimator over it.
+# writes. tests/bench/devstat-replay replays the estimator over it.
 . "$(dirname "$0")/lib.sh"
 
 victim=$MDR_VMDIR/helpers/victim

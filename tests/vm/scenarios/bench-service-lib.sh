@@ -168,14 +168,13 @@ writer() {
 # the disk yet), in MiB
 writer_mib() { du -sm --apparent-size "$mnt/bulk" 2> /dev/null | cut -f1; }
 
-# writer_alone NAME: the writer alone for the length of a case, 14 s at least
-# (the daemon's capacity estimate is set about 8 s into a flood)
+# writer_alone NAME: the writer alone for the length of a case
 writer_alone() {
     local s0 t0
     settle
     s0=$(sectors_written)
     t0=$(now)
-    writer "$((secs < 14 ? 14 : secs))"
+    writer "$secs"
     rate $((s0 * 512)) $(($(sectors_written) * 512)) "$(since "$t0")" > "/tmp/wrate-$1"
     note "$1: the writer alone completed $(cat "/tmp/wrate-$1") MiB/s; it wrote $(writer_mib) MiB"
 }

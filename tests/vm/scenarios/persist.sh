@@ -53,7 +53,8 @@ if [ ! -e "$mark" ]; then
     in_cgroup "$wcg" dd if=/dev/zero of=$mnt/bulk bs=1M count=2048 oflag=direct status=none &
     dd_pid=$!
     # The capacity is saved every minute and at stop: ask for it by stopping,
-    # once the estimate has had time to be set (about 8 s into the flood).
+    # once the estimate has had time to be set (about 4.5 s into the flood,
+    # the first sample of a daemon a second after its start).
     for _ in $(seq 6); do
         sleep 12
         hist=$(mdctl --json history / | jq '.samples | length')

@@ -275,14 +275,13 @@ run_case() {
     note "$name: writer completed $(cat "/tmp/wrate-$name") MiB/s on the device"
 }
 
-# writer_alone NAME: the writer alone for $secs (14 s at least: the daemon's
-# capacity estimate is set about 8 s into a flood), completed MiB/s
+# writer_alone NAME: the writer alone for $secs, completed MiB/s
 writer_alone() {
     local s0 t0
     settle
     s0=$(sectors_written)
     t0=$(now)
-    writer_run "$((secs < 14 ? 14 : secs))"
+    writer_run "$secs"
     awk -v a="$s0" -v b="$(sectors_written)" -v t="$(since "$t0")" \
         'BEGIN { printf "%.2f\n", (b - a) * 512 / 1048576 / t }' > "/tmp/wrate-$1"
     note "$1: writer alone completed $(cat "/tmp/wrate-$1") MiB/s"
