@@ -83,7 +83,9 @@ int api_check_admin(BusConnection *c, const char *what, sd_bus_error *error) {
 }
 
 /* The cgroups at a path or of a unit name, through the table's indexes (no look at every entry): how
- * many, the one of the lowest id and, of two or more, the next. */
+ * many, the first in path order and, of two or more, the next. Path order, not id order: ids follow
+ * the order the cgroups were made in on cgroupfs, not on every filesystem (tmpfs hands inode numbers
+ * out in per-CPU batches), and an error names the same two whatever the index's order. */
 static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEntry **ret_other) {
         size_t found = 0, cursor = 0;
         CgEntry *e;
@@ -93,21 +95,17 @@ static size_t find_cgroups(Manager *m, const char *what, CgEntry **ret_hit, CgEn
                         continue;
                 if (found++ == 0)
                         *ret_hit = e;
-                else if (e->cg->id < (*ret_hit)->cg->id) {
+                else if (strcmp(e->cg->path, (*ret_hit)->cg->path) < 0) {
                         *ret_other = *ret_hit;
                         *ret_hit = e;
-                } else if (found == 2 || e->cg->id < (*ret_other)->cg->id)
+                } else if (found == 2 || strcmp(e->cg->path, (*ret_other)->cg->path) < 0)
                         *ret_other = e;
         }
         return found;
 }
 
-/* The two cgroups named in path order: their ids (the lowest two) follow the order they were made in
- * on cgroupfs, not on every filesystem (tmpfs hands inode numbers out in per-CPU batches). */
 static int ambiguous(sd_bus_error *error, const char *what, size_t found, const CgEntry *hit, const CgEntry *other) {
-        bool swap = strcmp(hit->cg->path, other->cg->path) > 0;
-        _cleanup_free_ char *a = name_escape(swap ? other->cg->path : hit->cg->path),
-                            *b = name_escape(swap ? hit->cg->path : other->cg->path);
+        _cleanup_free_ char *a = name_escape(hit->cg->path), *b = name_escape(other->cg->path);
 
         if (!a || !b)
                 return -ENOMEM;
