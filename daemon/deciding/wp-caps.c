@@ -99,10 +99,11 @@ static bool cut_by_latency(const WpCap *cap, const Stall *s, uint64_t now, uint6
 
 /*
  * The one step a stall takes a guard's cap: an eighth. A quarter held the
- * writer at 78-90 % of a hand-set 72 % cap's rate where the guard stood near
- * that cap (medians of three boots: 84.9-89.2 % in four cells of eight), for
+ * writer under 90 % of a hand-set 72 % cap's rate where the guard stood near
+ * that cap (medians of three boots: 84.0-89.2 % in five cells of eight), for
  * the half of the run it spent a step down; an eighth keeps a guard at 75 %
- * of the capacity over 90 % of such a cap while it is stepped.
+ * of the capacity over 90 % of such a cap while it is stepped (96-101 % in
+ * the five cells measured again: docs/write-point.md).
  */
 static uint64_t guard_step(uint64_t guard_wbps) {
         return guard_wbps / 8 * 7;
