@@ -55,7 +55,10 @@ void history_sample_cgroup(const CgEntry *e, const Ledger *l, const HistoryCurso
                 ret->slab_reclaimable_bytes = s->stat[STAT_SLAB_RECLAIMABLE];
         if (!cursor_usable(c, now))
                 return;
-        signals_derive(&c->cgroup, c->monotonic_usec, s, now, page_size, &g);
+        if (signals_derive(&c->cgroup, c->monotonic_usec, s, now, page_size, &g) < 0) {
+                signals_done(&g);
+                return;
+        }
         ret->interval_usec = g.interval_usec;
         if (g.have_memory_stall)
                 ret->memory_stall_usec = g.memory_stall.some_usec;
@@ -63,6 +66,7 @@ void history_sample_cgroup(const CgEntry *e, const Ledger *l, const HistoryCurso
                 ret->io_stall_usec = g.io_stall.some_usec;
         if ((c->cgroup.have & s->have & SAMPLE_IO_STAT) != 0)
                 ret->write_rate = g.write_rate;
+        signals_done(&g);
 }
 
 void history_sample_host(const Observer *o, const HistoryCursor *c, uint64_t realtime_usec, HistorySample *ret) {
@@ -122,8 +126,13 @@ static int record_cgroup(History *h, const CgEntry *e, const Ledger *l, uint64_t
                 return r;
         /* The track may be new: looked up again. */
         c = history_cursor(h, e->cg->path);
-        if (c && s)
-                *c = (HistoryCursor) { .valid = true, .monotonic_usec = e->sample_usec, .cgroup = *s };
+        if (c && s) {
+                /* Without room for the devices the cursor keeps the rest; the next write rate is unknown. */
+                sample_done(&c->cgroup);
+                (void) sample_copy(&c->cgroup, s);
+                c->valid = true;
+                c->monotonic_usec = e->sample_usec;
+        }
         return 0;
 }
 

@@ -90,6 +90,7 @@ int history_new_for_tick(size_t capacity, size_t max_cgroups, uint64_t interval_
 }
 
 static void track_clear(HistoryTrack *t) {
+        sample_done(&t->cursor.cgroup);
         free(t->path);
         free(t->ring);
         free(t->coarse);

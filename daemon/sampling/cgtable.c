@@ -274,6 +274,8 @@ static void entry_release(CgTable *t, CgEntry *e, bool dir_gone) {
                 t->unwatched--;
         cgroup_free(e->cg);
         e->cg = NULL;
+        sample_done(&e->sample);
+        signals_done(&e->signals);
 }
 
 static int refresh_one(const char *path, uint64_t id, void *userdata) {
@@ -460,8 +462,11 @@ void cgtable_clear(CgTable *t) {
         bool watched = t->watched;
         int fd = t->watch_fd;
 
-        for (size_t i = 0; i < t->n; i++)
+        for (size_t i = 0; i < t->n; i++) {
                 cgroup_free(t->entries[i].cg);
+                sample_done(&t->entries[i].sample);
+                signals_done(&t->entries[i].signals);
+        }
         free(t->entries);
         free(t->watches);
         free(t->by_path.slots);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "derived.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -55,12 +57,20 @@ static const IoStatDev *find_dev(const CgroupSample *s, uint32_t major, uint32_t
         return NULL;
 }
 
-static void derive_devices(const CgroupSample *prev, const CgroupSample *cur, uint64_t interval,
-                           CgroupSignals *ret) {
+static int derive_devices(const CgroupSample *prev, const CgroupSample *cur, uint64_t interval,
+                          CgroupSignals *ret) {
         ret->n_devices = 0;
         ret->write_rate = 0;
         if (!(prev->have & SAMPLE_IO_STAT) || !(cur->have & SAMPLE_IO_STAT))
-                return;
+                return 0;
+        if (cur->n_io > ret->devices_alloc) {
+                DeviceRate *d = reallocarray(ret->devices, cur->n_io, sizeof(*d));
+
+                if (!d)
+                        return -ENOMEM;
+                ret->devices = d;
+                ret->devices_alloc = cur->n_io;
+        }
         for (size_t i = 0; i < cur->n_io; i++) {
                 const IoStatDev *c = &cur->io[i], *p = find_dev(prev, c->major, c->minor);
                 /* A device new in io.stat started from zero. */
@@ -76,6 +86,12 @@ static void derive_devices(const CgroupSample *prev, const CgroupSample *cur, ui
                 };
                 ret->write_rate += d->wbytes_per_sec;
         }
+        return 0;
+}
+
+void signals_done(CgroupSignals *g) {
+        free(g->devices);
+        *g = (CgroupSignals) {};
 }
 
 static uint64_t stat_rate(const CgroupSample *prev, const CgroupSample *cur, MemoryStatKey k,
@@ -85,13 +101,16 @@ static uint64_t stat_rate(const CgroupSample *prev, const CgroupSample *cur, Mem
         return rate_per_sec(u64_delta(cur->stat[k], prev->stat[k]) * unit, interval);
 }
 
-void signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSample *cur,
-                    uint64_t cur_usec, uint64_t page_size, CgroupSignals *ret) {
+int signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSample *cur,
+                   uint64_t cur_usec, uint64_t page_size, CgroupSignals *ret) {
         uint64_t interval = u64_delta(cur_usec, prev_usec);
+        DeviceRate *devices = ret->devices;
+        uint8_t alloc = ret->devices_alloc;
+        int r;
 
-        memset(ret, 0, sizeof(*ret));
+        *ret = (CgroupSignals) { .devices = devices, .devices_alloc = alloc };
         if (interval == 0)
-                return;
+                return 0;
         ret->valid = true;
         ret->interval_usec = interval;
 
@@ -112,7 +131,10 @@ void signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSa
                 ret->scan_rate = stat_rate(prev, cur, STAT_PGSCAN, interval, page_size);
                 ret->steal_rate = stat_rate(prev, cur, STAT_PGSTEAL, interval, page_size);
         }
-        derive_devices(prev, cur, interval, ret);
+        r = derive_devices(prev, cur, interval, ret);
+        if (r < 0)
+                ret->valid = false;
+        return r;
 }
 
 static bool has_vm(const SystemSample *s, VmstatKey k) {

@@ -31,9 +31,13 @@ typedef struct CgroupSignals {
         uint64_t refault_rate;          /* bytes/s of file pages refaulted */
         uint64_t scan_rate, steal_rate; /* bytes/s */
         uint64_t write_rate;            /* bytes/s over all devices */
-        DeviceRate devices[CG_IO_DEVS_MAX];
-        uint8_t n_devices;
+        DeviceRate *devices;            /* n_devices of them; the buffer is kept from one derivation to
+                                         * the next (devices_alloc), signals_done() frees it */
+        uint8_t n_devices, devices_alloc;
 } CgroupSignals;
+
+/* Frees the devices' buffer; the signals are then void. */
+void signals_done(CgroupSignals *g);
 
 /* file_dirty + file_writeback: what a dirty budget counts. */
 uint64_t sample_dirty_bytes(const CgroupSample *s);
@@ -43,11 +47,13 @@ uint64_t sample_clean_file_bytes(const CgroupSample *s);
 uint64_t sample_reclaimable_bytes(const CgroupSample *s);
 
 /*
- * Derives the signals between `prev` (taken at prev_usec) and `cur`. A
+ * Derives the signals between `prev` (taken at prev_usec) and `cur`, into
+ * `ret` (zeroed before its first use; its devices' buffer is reused). A
  * counter that went backwards (reset) counts as no change, never as a huge
- * delta. page_size converts the kernel's page counts to bytes.
+ * delta. page_size converts the kernel's page counts to bytes. -ENOMEM
+ * (no room for the devices) leaves the signals void.
  */
-void signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSample *cur,
+int signals_derive(const CgroupSample *prev, uint64_t prev_usec, const CgroupSample *cur,
                     uint64_t cur_usec, uint64_t page_size, CgroupSignals *ret);
 
 void stall_delta(const PsiStats *prev, const PsiStats *cur, uint64_t interval_usec, StallDelta *ret);

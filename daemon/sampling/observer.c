@@ -240,14 +240,16 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 }
                 return r;
         }
-        /* Only the newest sample is kept: the signals are derived as it replaces the one before. */
+        /* Only the newest sample is kept: the signals are derived as it replaces the one before. Without
+         * room for the devices' rates the signals are void this once; the sample is kept all the same. */
         if (e->n_samples > 0)
-                signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals);
+                r = signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals);
+        sample_done(&e->sample);
         e->sample = s;
         e->sample_usec = now_usec;
         if (e->n_samples < 2)
                 e->n_samples++;
-        return 0;
+        return r < 0 ? r : 0;
 }
 
 void observer_sample_host(Observer *o, uint64_t now_usec) {

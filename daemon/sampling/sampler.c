@@ -2,6 +2,7 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -93,12 +94,41 @@ static int parse_io_pressure(const char *b, size_t l, CgroupSample *s) {
 }
 
 static int parse_io_stat(const char *b, size_t l, CgroupSample *s) {
+        IoStatDev devs[CG_IO_DEVS_MAX];
         size_t n = 0;
-        int r = cg_parse_io_stat(b, l, s->io, CG_IO_DEVS_MAX, &n);
+        int r = cg_parse_io_stat(b, l, devs, CG_IO_DEVS_MAX, &n);
 
+        if (r < 0 && r != -E2BIG)
+                return r;
+        if (n > 0) {
+                s->io = malloc(n * sizeof(devs[0]));
+                if (!s->io)
+                        return -ENOMEM;
+                memcpy(s->io, devs, n * sizeof(devs[0]));
+        }
         s->n_io = (uint8_t) n;
         s->io_truncated = r == -E2BIG;
-        return r == -E2BIG ? 0 : r;
+        return 0;
+}
+
+void sample_done(CgroupSample *s) {
+        free(s->io);
+        s->io = NULL;
+        s->n_io = 0;
+}
+
+int sample_copy(CgroupSample *dst, const CgroupSample *src) {
+        *dst = *src;
+        if (src->n_io == 0)
+                return 0;
+        dst->io = malloc(src->n_io * sizeof(src->io[0]));
+        if (!dst->io) {
+                dst->n_io = 0;
+                dst->have &= ~SAMPLE_IO_STAT;
+                return -ENOMEM;
+        }
+        memcpy(dst->io, src->io, src->n_io * sizeof(src->io[0]));
+        return 0;
 }
 
 static const struct {
@@ -118,16 +148,25 @@ int sampler_read_cgroup(Cgroup *cg, bool keep_open, CgroupSample *ret) {
 
         ret->have = ret->garbage = 0;
         ret->stat_found = 0;
+        ret->io = NULL;
         ret->n_io = 0;
+        ret->io_truncated = false;
         for (size_t i = 0; i < ELEMENTSOF(sample_parts); i++) {
                 size_t len;
                 int r = read_part(cg, sample_parts[i].file, keep_open, buf, &len);
 
-                if (r < 0)
+                if (r < 0) {
+                        sample_done(ret);
                         return r;
+                }
                 if (r == 0)
                         continue;
-                if (sample_parts[i].parse(buf, len, ret) >= 0)
+                r = sample_parts[i].parse(buf, len, ret);
+                if (r == -ENOMEM) {
+                        sample_done(ret);
+                        return r;
+                }
+                if (r >= 0)
                         ret->have |= sample_parts[i].bit;
                 else {
                         ret->garbage |= sample_parts[i].bit;

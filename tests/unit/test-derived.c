@@ -45,8 +45,11 @@ static void test_estimates(void **state) {
 
 static void test_rates_and_stalls(void **state) {
         CgroupSample a = sample(10 << 20, 0, 100, 1000, 50000), b = sample(30 << 20, 4 << 20, 350, 251000, 50000);
-        CgroupSignals g;
+        IoStatDev a_io[1], b_io[2];
+        CgroupSignals g = {};
 
+        a.io = a_io;
+        b.io = b_io;
         a.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 1 << 20, .rbytes = 0, .wios = 10, .rios = 3 };
         a.n_io = 1;
         b.io[0] = (IoStatDev) { .major = 8, .minor = 0, .wbytes = 9 << 20, .rbytes = 4096, .wios = 40, .rios = 4 };
@@ -71,14 +74,51 @@ static void test_rates_and_stalls(void **state) {
         assert_int_equal(g.devices[1].wbytes_per_sec, 1 << 20);
         assert_int_equal(g.write_rate, 5 << 20);
 
-        /* Shrinking dirty data is a negative rate. */
+        /* Shrinking dirty data is a negative rate. The devices' buffer is kept for the next derivation:
+         * sized for the most devices seen, holding those of this one. */
         signals_derive(&b, 0, &a, USEC_PER_SEC, PAGE, &g);
         assert_int_equal(g.dirty_rate, -(24 << 20));
+        assert_int_equal(g.n_devices, 1);
+        assert_int_equal(g.devices_alloc, 2);
+        assert_int_equal(g.devices[0].wbytes_per_sec, 0);      /* went backwards: no change */
+
+        /* Without io.stat in one of them: no device, the buffer still kept. */
+        a.have &= ~SAMPLE_IO_STAT;
+        signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
+        assert_true(g.valid);
+        assert_int_equal(g.n_devices, 0);
+        assert_int_equal(g.write_rate, 0);
+        assert_non_null(g.devices);
+        signals_done(&g);
+        assert_null(g.devices);
+        assert_false(g.valid);
+}
+
+/* A sample's devices are its own: a copy holds a copy, sample_done() frees it. */
+static void test_sample_copy(void **state) {
+        CgroupSample a = sample(0, 0, 0, 0, 0), b;
+        IoStatDev io[2] = { { .major = 8, .wbytes = 100 }, { .major = 8, .minor = 16, .wbytes = 200 } };
+
+        a.io = io;
+        a.n_io = 2;
+        assert_int_equal(sample_copy(&b, &a), 0);
+        assert_ptr_not_equal(b.io, a.io);
+        assert_int_equal(b.n_io, 2);
+        assert_int_equal(b.io[1].wbytes, 200);
+        assert_int_equal(b.stat[STAT_FILE], 100 << 20);
+        sample_done(&b);
+        assert_null(b.io);
+        assert_int_equal(b.n_io, 0);
+        assert_int_equal(b.stat[STAT_FILE], 100 << 20);        /* the figures stay */
+        a.n_io = 0;
+        a.io = NULL;
+        assert_int_equal(sample_copy(&b, &a), 0);
+        assert_null(b.io);
 }
 
 static void test_resets_and_gaps(void **state) {
         CgroupSample a = sample(0, 0, 1000, 5000000, 0), b = sample(0, 0, 10, 100, 0);
-        CgroupSignals g;
+        CgroupSignals g = {};
 
         /* Counters that went backwards count as no change. */
         signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
@@ -101,6 +141,7 @@ static void test_resets_and_gaps(void **state) {
         b = sample(0, 0, 0, 3 * USEC_PER_SEC, 0);
         signals_derive(&a, 0, &b, USEC_PER_SEC, PAGE, &g);
         assert_int_equal(g.memory_stall.some_ppm, 1000000);
+        signals_done(&g);
 }
 
 static void test_system(void **state) {
@@ -259,6 +300,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_estimates),
                 cmocka_unit_test(test_rates_and_stalls),
+                cmocka_unit_test(test_sample_copy),
                 cmocka_unit_test(test_resets_and_gaps),
                 cmocka_unit_test(test_system),
                 cmocka_unit_test(test_rate_per_sec),
