@@ -162,7 +162,7 @@ static const char *expect(const char *p, const char *end, char c) {
         return p && p < end && *p == c ? p + 1 : NULL;
 }
 
-static const char *scan_avg(const char *p, const char *end, const char *name, uint32_t *ret) {
+static const char *scan_avg(const char *p, const char *end, const char *name, uint16_t *ret) {
         size_t nl = strlen(name);
         uint64_t whole, frac;
         const char *q;
@@ -175,7 +175,7 @@ static const char *scan_avg(const char *p, const char *end, const char *name, ui
         frac = (uint64_t) (q[1] - '0') * 10 + (uint64_t) (q[2] - '0');
         if (whole > 100 || (whole == 100 && frac > 0))
                 return NULL;
-        *ret = (uint32_t) (whole * 100 + frac);
+        *ret = (uint16_t) (whole * 100 + frac);
         return q + 3;
 }
 

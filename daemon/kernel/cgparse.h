@@ -24,10 +24,11 @@ int cg_parse_u64(const char *buf, size_t len, uint64_t *ret);
 int cg_parse_flat_keyed(const char *buf, size_t len, const char *const *keys, size_t n_keys,
                         uint64_t *values, uint64_t *ret_found);
 
-/* Averages in hundredths of a percent (avg10=1.23 → 123), total in µs. */
+/* Averages in hundredths of a percent (avg10=1.23 → 123, at most 10000), total in µs. Kept small:
+ * every cgroup's sample holds four. */
 typedef struct PsiLine {
-        uint32_t avg10, avg60, avg300;
         uint64_t total;
+        uint16_t avg10, avg60, avg300;
 } PsiLine;
 
 typedef struct PsiStats {

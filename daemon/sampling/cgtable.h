@@ -23,20 +23,20 @@ typedef struct CgEntry {
         const Policy *policy;           /* set by the manager; NULL: no policy */
         CgroupSample sample;            /* the newest (the one before it lives on in the signals) */
         uint64_t sample_usec;
-        uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
-        int wd;                         /* its directory's inotify watch; -1: none */
-        uint32_t path_hash;             /* of cg->path, for the table's index by path */
-        uint32_t unit_hash;             /* of unit (when it has one), for the index by unit */
-        bool gone;                      /* found removed while sampling */
-        bool hot;                       /* sampled every tick from kept files (governed); else now and then */
         uint64_t warm_until;            /* a cold cgroup that writes is sampled every pass until this pass */
-        bool keeps;                     /* its files stay open between passes (within the fd budget) */
         uint64_t limits_pass;           /* the observer's pass when its limits were last read */
-        bool seen;                      /* found by the refresh in progress */
         uint64_t found_usec;            /* CLOCK_MONOTONIC when it entered the table; 0: found by the
                                          * first walk (it was there before the daemon) */
         CgroupSignals signals;          /* between the last two samples */
         CgroupLimits limits;            /* as of the last rescan (hot) or sample (cold) */
+        int wd;                         /* its directory's inotify watch; -1: none */
+        uint32_t path_hash;             /* of cg->path, for the table's index by path */
+        uint32_t unit_hash;             /* of unit (when it has one), for the index by unit */
+        uint8_t n_samples;              /* 0, 1 or 2 (2 means "two or more") */
+        bool gone;                      /* found removed while sampling */
+        bool hot;                       /* sampled every tick from kept files (governed); else now and then */
+        bool keeps;                     /* its files stay open between passes (within the fd budget) */
+        bool seen;                      /* found by the refresh in progress */
 } CgEntry;
 
 /* The newest sample, or NULL before the first. */

@@ -20,13 +20,9 @@ typedef struct StallDelta {
 } StallDelta;
 
 typedef struct CgroupSignals {
-        bool valid;                     /* two samples, so rates exist */
         uint64_t interval_usec;
-        bool have_memory_stall, have_io_stall;
         StallDelta memory_stall, io_stall;
-        bool have_memory_current;
         int64_t memory_rate;            /* bytes/s of memory.current */
-        bool have_memory_stat;
         int64_t dirty_rate;             /* bytes/s of file_dirty + file_writeback */
         uint64_t refault_rate;          /* bytes/s of file pages refaulted */
         uint64_t scan_rate, steal_rate; /* bytes/s */
@@ -34,6 +30,10 @@ typedef struct CgroupSignals {
         DeviceRate *devices;            /* n_devices of them; the buffer is kept from one derivation to
                                          * the next (devices_alloc), signals_done() frees it */
         uint8_t n_devices, devices_alloc;
+        bool valid;                     /* two samples, so rates exist */
+        bool have_memory_stall, have_io_stall;
+        bool have_memory_current;
+        bool have_memory_stat;
 } CgroupSignals;
 
 /* Frees the devices' buffer; the signals are then void. */

@@ -12,8 +12,8 @@
 
 static void psi_line_json(FILE *f, const PsiLine *l) {
         fprintf(f, "{\"avg10\":%u.%02u,\"avg60\":%u.%02u,\"avg300\":%u.%02u,\"total\":%" PRIu64 "}",
-                l->avg10 / 100, l->avg10 % 100, l->avg60 / 100, l->avg60 % 100,
-                l->avg300 / 100, l->avg300 % 100, l->total);
+                (unsigned) l->avg10 / 100, (unsigned) l->avg10 % 100, (unsigned) l->avg60 / 100,
+                (unsigned) l->avg60 % 100, (unsigned) l->avg300 / 100, (unsigned) l->avg300 % 100, l->total);
 }
 
 static void psi_json(FILE *f, bool have, const PsiStats *p) {
