@@ -197,7 +197,7 @@ static const char *unseen_device_writes(const Observer *o, const WpCgroup *cg, s
  * makes (a writer whose data goes straight to it) has every cold cgroup
  * sampled at the next two passes instead, at most once per RescanInterval=.
  * Only while a protected cgroup is in view; once found, a writer stays in
- * view (warm). True: cgroups were found, gather again.
+ * view (warm). True: cgroups were sampled (found or not), gather again.
  */
 static bool sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpCgroup *cg, size_t n, uint64_t now) {
         DirtySearch found;
@@ -214,6 +214,10 @@ static bool sweep_for_writers(WriteRunner *w, const PointContext *ctx, const WpC
                                   found.reads);
                         return true;
                 }
+                /* What the search sampled may be in `cg` too, its device rates (which `cg` points to) moved
+                 * to a larger buffer: gathered again, the devices looked at next tick. */
+                if (found.reads > 0)
+                        return true;
         }
         if (w->swept_usec && now - w->swept_usec < ctx->config->daemon.rescan_interval_usec)
                 return false;

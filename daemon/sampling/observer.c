@@ -232,6 +232,7 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         }
         release(o, e);
         if (r < 0) {
+                sample_done(&s);        /* read, then the limits failed: the sample is dropped */
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
                         cgtable_set_gone(&o->cgroups, e, true);
@@ -242,14 +243,15 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         }
         /* Only the newest sample is kept: the signals are derived as it replaces the one before. Without
          * room for the devices' rates the signals are void this once; the sample is kept all the same. */
-        if (e->n_samples > 0)
-                r = signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals);
+        if (e->n_samples > 0 &&
+            (r = signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals)) < 0)
+                log_debug_errno(r, "%s: no signals from this sample: %m", e->cg->path);
         sample_done(&e->sample);
         e->sample = s;
         e->sample_usec = now_usec;
         if (e->n_samples < 2)
                 e->n_samples++;
-        return r < 0 ? r : 0;
+        return 0;
 }
 
 void observer_sample_host(Observer *o, uint64_t now_usec) {
