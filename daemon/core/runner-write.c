@@ -18,7 +18,8 @@
 #include "util.h"
 
 void write_runner_init(WriteRunner *w) {
-        *w = (WriteRunner) { .dirty_ratio_pct = 20 };
+        /* On memory its owner zeroed, as alloc_runner_init(). */
+        w->dirty_ratio_pct = 20;
 }
 
 /* The memory a cgroup's dirty budget is a share of: memory.max, else memory.high, else the host's. */

@@ -55,6 +55,7 @@ typedef struct WriteRunner {
         PointCounters counters;
 } WriteRunner;
 
+/* Both on zeroed memory (the manager is calloc()ed): they set only what is not zero. */
 void write_runner_init(WriteRunner *w);
 /*
  * The IOLatencyTarget= in force for a cgroup under policy p: the policy's own (off included), else
