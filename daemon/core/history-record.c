@@ -128,8 +128,7 @@ static int record_cgroup(History *h, const CgEntry *e, const Ledger *l, uint64_t
         c = history_cursor(h, e->cg->path);
         if (c && s) {
                 /* Without room for the devices the cursor keeps the rest; the next write rate is unknown. */
-                sample_done(&c->cgroup);
-                (void) sample_copy(&c->cgroup, s);
+                (void) sample_assign(&c->cgroup, s);
                 c->valid = true;
                 c->monotonic_usec = e->sample_usec;
         }

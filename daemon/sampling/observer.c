@@ -52,6 +52,7 @@ Observer *observer_free(Observer *o) {
         if (!o)
                 return NULL;
         cgtable_clear(&o->cgroups);
+        sample_done(&o->scratch);
         closep(&o->watch_fd);
         free(o->every);
         metadata_view_clear(&o->metadata);
@@ -217,7 +218,7 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
          * are looked for again then (a controller enabled since). */
         bool limits_due = !every_pass(o, e) && e->n_samples > 0 &&
                           o->passes >= e->limits_pass + (uint64_t) OBSERVER_COLD_LIMITS_EVERY * o->cold_every;
-        CgroupSample s;
+        CgroupSample *s = &o->scratch;
         int r;
 
         r = observer_attach(o, e);
@@ -225,14 +226,13 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
                 return r;
         if (limits_due)
                 cgroup_forget_absent(e->cg);
-        r = sampler_read_cgroup(e->cg, keep_files(o, e), &s);
+        r = sampler_read_cgroup(e->cg, keep_files(o, e), s);
         if (r >= 0 && limits_due) {
                 r = sampler_read_limits(e->cg, &e->limits);
                 e->limits_pass = o->passes;
         }
         release(o, e);
         if (r < 0) {
-                sample_done(&s);        /* read, then the limits failed: the sample is dropped */
                 if (r == -ENODEV) {
                         /* Kept until the next rescan drops it; its signals are void. */
                         cgtable_set_gone(&o->cgroups, e, true);
@@ -244,10 +244,10 @@ int observer_sample_entry(Observer *o, CgEntry *e, uint64_t now_usec) {
         /* Only the newest sample is kept: the signals are derived as it replaces the one before. Without
          * room for the devices' rates the signals are void this once; the sample is kept all the same. */
         if (e->n_samples > 0 &&
-            (r = signals_derive(&e->sample, e->sample_usec, &s, now_usec, o->page_size, &e->signals)) < 0)
+            (r = signals_derive(&e->sample, e->sample_usec, s, now_usec, o->page_size, &e->signals)) < 0)
                 log_debug_errno(r, "%s: no signals from this sample: %m", e->cg->path);
-        sample_done(&e->sample);
-        e->sample = s;
+        if ((r = sample_assign(&e->sample, s)) < 0)
+                log_debug_errno(r, "%s: this sample's devices not kept: %m", e->cg->path);
         e->sample_usec = now_usec;
         if (e->n_samples < 2)
                 e->n_samples++;

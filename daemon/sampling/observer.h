@@ -49,6 +49,8 @@ typedef struct Observer {
         CgRoot *root;
         HostRoot *host;
         CgTable cgroups;
+        CgroupSample scratch;           /* where a cgroup is read before it replaces the entry's sample;
+                                         * its device buffer kept from one read to the next */
         uint64_t page_size;
 
         SystemSample system[2];

@@ -93,6 +93,20 @@ static int parse_io_pressure(const char *b, size_t l, CgroupSample *s) {
         return cg_parse_psi(b, l, &s->io_pressure);
 }
 
+/* Room for n devices in the sample's buffer: allocated only when it has held fewer. */
+static int io_reserve(CgroupSample *s, size_t n) {
+        IoStatDev *io;
+
+        if (n <= s->io_alloc)
+                return 0;
+        io = reallocarray(s->io, n, sizeof(IoStatDev));
+        if (!io)
+                return -ENOMEM;
+        s->io = io;
+        s->io_alloc = (uint8_t) n;
+        return 0;
+}
+
 static int parse_io_stat(const char *b, size_t l, CgroupSample *s) {
         IoStatDev devs[CG_IO_DEVS_MAX];
         size_t n = 0;
@@ -100,12 +114,10 @@ static int parse_io_stat(const char *b, size_t l, CgroupSample *s) {
 
         if (r < 0 && r != -E2BIG)
                 return r;
-        if (n > 0) {
-                s->io = malloc(n * sizeof(devs[0]));
-                if (!s->io)
-                        return -ENOMEM;
+        if (io_reserve(s, n) < 0)
+                return -ENOMEM;
+        if (n > 0)
                 memcpy(s->io, devs, n * sizeof(devs[0]));
-        }
         s->n_io = (uint8_t) n;
         s->io_truncated = r == -E2BIG;
         return 0;
@@ -114,20 +126,25 @@ static int parse_io_stat(const char *b, size_t l, CgroupSample *s) {
 void sample_done(CgroupSample *s) {
         free(s->io);
         s->io = NULL;
-        s->n_io = 0;
+        s->n_io = s->io_alloc = 0;
 }
 
-int sample_copy(CgroupSample *dst, const CgroupSample *src) {
+int sample_assign(CgroupSample *dst, const CgroupSample *src) {
+        IoStatDev *io = dst->io;
+        uint8_t alloc = dst->io_alloc;
+        int r;
+
         *dst = *src;
-        if (src->n_io == 0)
-                return 0;
-        dst->io = malloc(src->n_io * sizeof(src->io[0]));
-        if (!dst->io) {
+        dst->io = io;
+        dst->io_alloc = alloc;
+        r = io_reserve(dst, src->n_io);
+        if (r < 0) {
                 dst->n_io = 0;
                 dst->have &= ~SAMPLE_IO_STAT;
-                return -ENOMEM;
+                return r;
         }
-        memcpy(dst->io, src->io, src->n_io * sizeof(src->io[0]));
+        if (src->n_io > 0)
+                memcpy(dst->io, src->io, src->n_io * sizeof(src->io[0]));
         return 0;
 }
 
@@ -148,22 +165,22 @@ int sampler_read_cgroup(Cgroup *cg, bool keep_open, CgroupSample *ret) {
 
         ret->have = ret->garbage = 0;
         ret->stat_found = 0;
-        ret->io = NULL;
         ret->n_io = 0;
         ret->io_truncated = false;
         for (size_t i = 0; i < ELEMENTSOF(sample_parts); i++) {
                 size_t len;
                 int r = read_part(cg, sample_parts[i].file, keep_open, buf, &len);
 
-                if (r < 0) {
-                        sample_done(ret);
-                        return r;
-                }
                 if (r == 0)
                         continue;
-                r = sample_parts[i].parse(buf, len, ret);
+                if (r > 0)
+                        r = sample_parts[i].parse(buf, len, ret);
+                else {
+                        ret->n_io = 0;  /* an error: no devices, the buffer kept for the next read */
+                        return r;
+                }
                 if (r == -ENOMEM) {
-                        sample_done(ret);
+                        ret->n_io = 0;
                         return r;
                 }
                 if (r >= 0)

@@ -51,17 +51,19 @@ typedef struct CgroupSample {
         uint64_t stat_found;
         PsiStats memory_pressure;
         PsiStats io_pressure;
-        IoStatDev *io;          /* n_io devices (at most CG_IO_DEVS_MAX), allocated to size, NULL when
-                                 * none: most cgroups have one or two, and a table of 50,000 entries
-                                 * holds a sample each; sample_done() frees it */
-        uint8_t n_io;
+        IoStatDev *io;          /* n_io devices (at most CG_IO_DEVS_MAX) in a buffer of io_alloc, NULL
+                                 * until a device is seen: most cgroups have one or two, and a table of
+                                 * 50,000 entries holds a sample each. The buffer is kept for the next
+                                 * sample read or assigned into it; sample_done() frees it */
+        uint8_t n_io, io_alloc;
         bool io_truncated;
 } CgroupSample;
 
 /* Frees what a sample holds; it is then empty (no devices), its figures kept. */
 void sample_done(CgroupSample *s);
-/* Copies `src` into `dst`, which holds nothing (sample_done() first). -ENOMEM leaves dst without devices. */
-int sample_copy(CgroupSample *dst, const CgroupSample *src);
+/* Makes `dst` (zeroed before its first use) a copy of `src`, in dst's own device buffer, grown only
+ * when src has more devices than it held yet. -ENOMEM leaves dst with src's figures but no devices. */
+int sample_assign(CgroupSample *dst, const CgroupSample *src);
 
 static inline bool sample_has_stat(const CgroupSample *s, MemoryStatKey k) {
         return (s->have & SAMPLE_MEMORY_STAT) && (s->stat_found & (UINT64_C(1) << k));
@@ -76,8 +78,8 @@ static inline uint64_t sample_stat(const CgroupSample *s, MemoryStatKey k) {
  * Reads one cgroup's per-tick files, keeping them open for the next read if
  * `keep_open` (a cgroup sampled every tick), closing them otherwise. A file the cgroup lacks leaves its bit
  * out of `have`; garbage sets its bit in `garbage`. Returns -ENODEV if the
- * cgroup was removed, -ENOMEM, or 0. `ret` is overwritten (it must hold
- * nothing); on 0 it holds its devices until sample_done(), on an error nothing.
+ * cgroup was removed, -ENOMEM, or 0. `ret` (zeroed before its first use) is
+ * overwritten, its device buffer reused; on an error it has no devices.
  */
 int sampler_read_cgroup(Cgroup *cg, bool keep_open, CgroupSample *ret);
 

@@ -94,26 +94,38 @@ static void test_rates_and_stalls(void **state) {
         assert_false(g.valid);
 }
 
-/* A sample's devices are its own: a copy holds a copy, sample_done() frees it. */
-static void test_sample_copy(void **state) {
-        CgroupSample a = sample(0, 0, 0, 0, 0), b;
+/* A sample's devices are its own: an assigned one holds a copy, in a buffer it keeps and grows only
+ * for more devices than it has held; sample_done() frees it. */
+static void test_sample_assign(void **state) {
+        CgroupSample a = sample(0, 0, 0, 0, 0), b = {};
         IoStatDev io[2] = { { .major = 8, .wbytes = 100 }, { .major = 8, .minor = 16, .wbytes = 200 } };
+        const IoStatDev *buf;
 
         a.io = io;
-        a.n_io = 2;
-        assert_int_equal(sample_copy(&b, &a), 0);
+        a.n_io = 1;
+        assert_int_equal(sample_assign(&b, &a), 0);
         assert_ptr_not_equal(b.io, a.io);
-        assert_int_equal(b.n_io, 2);
+        assert_int_equal(b.n_io, 1);
+        assert_int_equal(b.io_alloc, 1);
+        a.n_io = 2;
+        assert_int_equal(sample_assign(&b, &a), 0);            /* grown */
+        assert_int_equal(b.io_alloc, 2);
         assert_int_equal(b.io[1].wbytes, 200);
         assert_int_equal(b.stat[STAT_FILE], 100 << 20);
+        buf = b.io;
+        a.n_io = 0;
+        assert_int_equal(sample_assign(&b, &a), 0);            /* none: the buffer kept */
+        assert_int_equal(b.n_io, 0);
+        assert_ptr_equal(b.io, buf);
+        a.n_io = 1;
+        assert_int_equal(sample_assign(&b, &a), 0);            /* fewer than it held: no allocation */
+        assert_ptr_equal(b.io, buf);
+        assert_int_equal(b.io[0].wbytes, 100);
         sample_done(&b);
         assert_null(b.io);
         assert_int_equal(b.n_io, 0);
+        assert_int_equal(b.io_alloc, 0);
         assert_int_equal(b.stat[STAT_FILE], 100 << 20);        /* the figures stay */
-        a.n_io = 0;
-        a.io = NULL;
-        assert_int_equal(sample_copy(&b, &a), 0);
-        assert_null(b.io);
 }
 
 static void test_resets_and_gaps(void **state) {
@@ -300,7 +312,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_estimates),
                 cmocka_unit_test(test_rates_and_stalls),
-                cmocka_unit_test(test_sample_copy),
+                cmocka_unit_test(test_sample_assign),
                 cmocka_unit_test(test_resets_and_gaps),
                 cmocka_unit_test(test_system),
                 cmocka_unit_test(test_rate_per_sec),
