@@ -132,19 +132,40 @@ static int list_table(sd_bus *bus, const Value *list, const Args *a) {
         return r;
 }
 
-int verb_list(sd_bus *bus, const Args *a) {
-        Value list = {};
-        int r = client_call(bus, "cannot list the cgroups", "ListCgroups", &list, "");
+/* The JSON form as the daemon writes it, sorted there: ListCgroups read into a tree and printed took
+ * about a second and a half at 50,000 cgroups, most of it in a million dictionary entries. */
+static int list_json(sd_bus *bus, const Args *a) {
+        sd_bus_message *reply = NULL;
+        const char *piece;
+        int r = client_call_raw(bus, "cannot list the cgroups", "ListCgroupsJSON", &reply, "s",
+                                sort_key_to_string(a->sort));
 
         if (r < 0)
                 return r;
-        cgroups_sort(&list, a->sort);
-        if (a->json) {
+        r = sd_bus_message_enter_container(reply, 'a', "s");
+        if (r >= 0)
                 fputs("{\"cgroups\":", stdout);
-                value_json(&list, stdout);
+        while (r >= 0 && (r = sd_bus_message_read_basic(reply, 's', &piece)) > 0)
+                fputs(piece, stdout);
+        if (r < 0)
+                client_fail("cannot read the daemon's reply", r);
+        else
                 fputs("}\n", stdout);
-        } else
-                r = list_table(bus, &list, a);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+int verb_list(sd_bus *bus, const Args *a) {
+        Value list = {};
+        int r;
+
+        if (a->json)
+                return list_json(bus, a);
+        r = client_call(bus, "cannot list the cgroups", "ListCgroups", &list, "");
+        if (r < 0)
+                return r;
+        cgroups_sort(&list, a->sort);
+        r = list_table(bus, &list, a);
         value_clear(&list);
         return r;
 }

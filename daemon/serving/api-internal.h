@@ -100,6 +100,7 @@ size_t api_cgroups_watched(const Observer *o);
 /* api-read.c */
 int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int method_list_cgroups_json(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_policies(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);

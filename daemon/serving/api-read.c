@@ -213,6 +213,128 @@ int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return reply_dict_array(msg, append_cgroups, api_of(userdata)->manager);
 }
 
+/* ListCgroupsJSON's orders: what mdctl's --sort names. */
+typedef enum ListOrder {
+        ORDER_NAME,
+        ORDER_DIRTY,
+        ORDER_PRESSURE,
+        ORDER_MEMORY,
+        _ORDER_MAX,
+} ListOrder;
+
+static const char *const list_orders[_ORDER_MAX] = {
+        [ORDER_NAME] = "name",
+        [ORDER_DIRTY] = "dirty",
+        [ORDER_PRESSURE] = "pressure",
+        [ORDER_MEMORY] = "memory",
+};
+
+typedef struct ListRow {
+        uint64_t figure;
+        const CgEntry *e;
+} ListRow;
+
+/* The figure an order sorts by, as the summary shows it (0 where the summary has none). */
+static uint64_t order_figure(const CgEntry *e, ListOrder order) {
+        const CgroupSample *s = cg_entry_sample(e);
+        const CgroupSignals *g = &e->signals;
+
+        switch (order) {
+        case ORDER_DIRTY:
+                return s && (s->have & SAMPLE_MEMORY_STAT) ? sample_dirty_bytes(s) : 0;
+        case ORDER_MEMORY:
+                return s && (s->have & SAMPLE_MEMORY_CURRENT) ? s->memory_current : 0;
+        case ORDER_PRESSURE:
+                return !g->valid ? 0 : (g->have_memory_stall ? g->memory_stall.some_ppm : 0) +
+                                       (uint64_t) (g->have_io_stall ? g->io_stall.some_ppm : 0);
+        default:
+                return 0;
+        }
+}
+
+/* Largest first, then by path A to Z. */
+static int compare_rows(const void *x, const void *y) {
+        const ListRow *a = x, *b = y;
+
+        if (a->figure != b->figure)
+                return a->figure > b->figure ? -1 : 1;
+        return strcmp(a->e->cg->path, b->e->cg->path);
+}
+
+/* A piece of the reply's text: rows are written into it until it holds this much. */
+#define LIST_JSON_PIECE 65536
+
+/* The text of the rows, in pieces of about LIST_JSON_PIECE bytes, appended as strings. */
+static int append_json_rows(sd_bus_message *r, const ListRow *rows, size_t n, uint64_t now) {
+        size_t at = 0;
+        int k = 0;
+
+        do {
+                _cleanup_free_ char *text = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&text, &size);
+
+                if (!f)
+                        return -ENOMEM;
+                if (at == 0)
+                        fputc('[', f);
+                for (; k >= 0 && at < n && ftell(f) < LIST_JSON_PIECE; at++) {
+                        if (at > 0)
+                                fputc(',', f);
+                        k = json_append_cgroup_summary(f, rows[at].e, now);
+                }
+                if (at == n)
+                        fputc(']', f);
+                if (fclose(f) != 0 && k >= 0)
+                        k = -ENOMEM;
+                if (k >= 0)
+                        k = sd_bus_message_append_basic(r, 's', text);
+        } while (k >= 0 && at < n);
+        return k;
+}
+
+int method_list_cgroups_json(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
+        const Observer *o = api_of(userdata)->manager->observer;
+        _cleanup_free_ ListRow *rows = NULL;
+        ListOrder order = _ORDER_MAX;
+        const char *name;
+        size_t n = 0;
+        int k;
+
+        k = sd_bus_message_read(msg, "s", &name);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < _ORDER_MAX; i++)
+                if (streq(name, list_orders[i]))
+                        order = (ListOrder) i;
+        if (order == _ORDER_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "unknown order '%s': expected name, dirty, pressure or memory", name);
+        rows = o->cgroups.n ? calloc(o->cgroups.n, sizeof(ListRow)) : NULL;
+        if (o->cgroups.n && !rows)
+                return -ENOMEM;
+        for (size_t i = 0; i < o->cgroups.n; i++)
+                if (!o->cgroups.entries[i].gone)
+                        rows[n++] = (ListRow) { .figure = order_figure(&o->cgroups.entries[i], order),
+                                                .e = &o->cgroups.entries[i] };
+        if (n > 1)
+                qsort(rows, n, sizeof(ListRow), compare_rows);
+        k = sd_bus_message_new_method_return(msg, &r);
+        if (k < 0)
+                return k;
+        k = sd_bus_message_open_container(r, 'a', "s");
+        if (k < 0)
+                return k;
+        k = append_json_rows(r, rows, n, now_usec(CLOCK_MONOTONIC));
+        if (k < 0)
+                return k;
+        k = sd_bus_message_close_container(r);
+        if (k < 0)
+                return k;
+        return sd_bus_send(NULL, r, NULL);
+}
+
 int method_get_cgroup(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *r = NULL;
         Manager *m = api_of(userdata)->manager;

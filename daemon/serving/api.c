@@ -32,6 +32,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_get_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListCgroups", "", , "aa{sv}", SD_BUS_PARAM(cgroups),
                                  method_list_cgroups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListCgroupsJSON", "s", SD_BUS_PARAM(order), "as", SD_BUS_PARAM(json),
+                                 method_list_cgroups_json, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetCgroup", "s", SD_BUS_PARAM(unit_or_path), "a{sv}", SD_BUS_PARAM(cgroup),
                                  method_get_cgroup, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "s", SD_BUS_PARAM(unit_or_path), "a{sv}", SD_BUS_PARAM(explanation),

@@ -2,10 +2,12 @@
 #include "bus-reply.h"
 
 #include <errno.h>
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "json-out.h"
 #include "name-escape.h"
 #include "policy.h"
 #include "runner.h"
@@ -146,6 +148,97 @@ int bus_dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
         return v == UINT64_MAX ? bus_dict_str(m, key, "max") : bus_dict_u64(m, key, v);
 }
 
+/*
+ * Where a cgroup's figures go: a D-Bus dictionary (a{sv}), or JSON text of
+ * the same members, in the same order, as mdctl would print that dictionary
+ * (ListCgroupsJSON: at 50,000 cgroups, a million dictionary entries cost the
+ * daemon and the client a second between them; text costs a tenth of it).
+ */
+typedef struct Sink {
+        sd_bus_message *m;      /* NULL: JSON to f */
+        FILE *f;
+        unsigned depth;         /* objects open in f */
+        bool more[8];           /* per depth: a member written, so the next needs a comma */
+} Sink;
+
+/* JSON: the key of the next member, after a comma if one came before it. */
+static void json_key(Sink *k, const char *key) {
+        if (k->more[k->depth])
+                fputc(',', k->f);
+        k->more[k->depth] = true;
+        if (key) {
+                json_string(k->f, key);
+                fputc(':', k->f);
+        }
+}
+
+static int sink_u64(Sink *k, const char *key, uint64_t v) {
+        if (k->m)
+                return bus_dict_u64(k->m, key, v);
+        json_key(k, key);
+        fprintf(k->f, "%" PRIu64, v);
+        return 0;
+}
+
+static int sink_u32(Sink *k, const char *key, uint32_t v) {
+        if (k->m)
+                return dict_u32(k->m, key, v);
+        return sink_u64(k, key, v);
+}
+
+static int sink_i64(Sink *k, const char *key, int64_t v) {
+        if (k->m)
+                return dict_i64(k->m, key, v);
+        json_key(k, key);
+        fprintf(k->f, "%" PRId64, v);
+        return 0;
+}
+
+static int sink_str(Sink *k, const char *key, const char *v) {
+        if (k->m)
+                return bus_dict_str(k->m, key, v);
+        json_key(k, key);
+        json_string(k->f, v);
+        return 0;
+}
+
+/* A name as bus_dict_name() sends it: its escaped form, then as any string. */
+static int sink_name(Sink *k, const char *key, const char *v) {
+        _cleanup_free_ char *e = NULL;
+
+        if (k->m)
+                return bus_dict_name(k->m, key, v);
+        if (!name_is_plain(v) && !(e = name_escape(v)))
+                return -ENOMEM;
+        return sink_str(k, key, e ?: v);
+}
+
+static int sink_limit(Sink *k, const char *key, uint64_t v) {
+        return v == UINT64_MAX ? sink_str(k, key, "max") : sink_u64(k, key, v);
+}
+
+/* An object under `key`, or a row of an array (key NULL, JSON only: a row of D-Bus is opened by its
+ * caller). */
+static int sink_open(Sink *k, const char *key) {
+        if (k->m)
+                return bus_dict_open(k->m, key);
+        if (k->depth + 1 >= ELEMENTSOF(k->more))
+                return -E2BIG;
+        json_key(k, key);
+        fputc('{', k->f);
+        k->more[++k->depth] = false;
+        return 0;
+}
+
+static int sink_close(Sink *k) {
+        if (k->m)
+                return bus_dict_close(k->m);
+        assert(k->depth > 0);
+        fputc('}', k->f);
+        k->depth--;
+        return 0;
+}
+
 static int psi_line(sd_bus_message *m, const char *key, const PsiLine *l) {
         int r;
 
@@ -183,91 +276,89 @@ static int psi(sd_bus_message *m, const char *key, bool have, const PsiStats *p)
         return bus_dict_close(m);
 }
 
-static int stall(sd_bus_message *m, const char *key, bool have, const StallDelta *d) {
+static int stall(Sink *k, const char *key, bool have, const StallDelta *d) {
         int r;
 
         if (!have)
                 return 0;
-        r = bus_dict_open(m, key);
+        r = sink_open(k, key);
         if (r < 0)
                 return r;
-        r = bus_dict_u64(m, "some_usec", d->some_usec);
+        r = sink_u64(k, "some_usec", d->some_usec);
         if (r < 0)
                 return r;
-        r = bus_dict_u64(m, "full_usec", d->full_usec);
+        r = sink_u64(k, "full_usec", d->full_usec);
         if (r < 0)
                 return r;
-        r = dict_u32(m, "some_ppm", d->some_ppm);
+        r = sink_u32(k, "some_ppm", d->some_ppm);
         if (r < 0)
                 return r;
-        r = dict_u32(m, "full_ppm", d->full_ppm);
+        r = sink_u32(k, "full_ppm", d->full_ppm);
         if (r < 0)
                 return r;
-        return bus_dict_close(m);
+        return sink_close(k);
 }
 
-static int identity(sd_bus_message *m, const CgEntry *e) {
+static int identity(Sink *k, const CgEntry *e) {
         int r;
 
-        r = bus_dict_name(m, "path", e->cg->path);
+        r = sink_name(k, "path", e->cg->path);
         if (r < 0)
                 return r;
-        r = bus_dict_u64(m, "id", e->cg->id);
+        r = sink_u64(k, "id", e->cg->id);
         if (r < 0)
                 return r;
-        if (e->unit && (r = bus_dict_name(m, "unit", e->unit)) < 0)
+        if (e->unit && (r = sink_name(k, "unit", e->unit)) < 0)
                 return r;
-        if (e->policy && (r = bus_dict_str(m, "policy", e->policy->name)) < 0)
+        if (e->policy && (r = sink_str(k, "policy", e->policy->name)) < 0)
                 return r;
-        if (e->policy && (r = bus_dict_str(m, "mode", policy_mode_to_string(e->policy->mode))) < 0)
+        if (e->policy && (r = sink_str(k, "mode", policy_mode_to_string(e->policy->mode))) < 0)
                 return r;
         return 0;
 }
 
-static int limits(sd_bus_message *m, const CgroupLimits *l) {
+static int limits(Sink *k, const CgroupLimits *l) {
         static const char *const names[_LIMIT_MAX] = { "memory_high", "memory_max", "memory_low", "memory_min" };
         int r = 0;
 
         for (size_t i = 0; r >= 0 && i < _LIMIT_MAX; i++)
                 if (l->have & (1u << i))
-                        r = bus_dict_limit(m, names[i], l->limit[i]);
-        if (r < 0)
-                return r;
+                        r = sink_limit(k, names[i], l->limit[i]);
         if (r < 0 || !(l->have & LIMITS_HAVE_EVENTS))
                 return r;
-        r = bus_dict_open(m, "memory_events");
+        r = sink_open(k, "memory_events");
         for (size_t i = 0; r >= 0 && i < _EVENT_MAX; i++)
-                r = bus_dict_u64(m, memory_event_keys[i], l->events[i]);
+                r = sink_u64(k, memory_event_keys[i], l->events[i]);
         if (r < 0)
                 return r;
-        return bus_dict_close(m);
+        return sink_close(k);
 }
 
 /* How old the figures are: governed cgroups are sampled every tick, the others now and then. */
-static int freshness(sd_bus_message *m, const CgEntry *e) {
-        uint64_t age = observer_sample_age(e, now_usec(CLOCK_MONOTONIC));
+static int freshness(Sink *k, const CgEntry *e, uint64_t now) {
+        uint64_t age = observer_sample_age(e, now);
         int r;
 
-        if (age != UINT64_MAX && (r = bus_dict_u64(m, "sample_age_usec", age)) < 0)
+        if (age != UINT64_MAX && (r = sink_u64(k, "sample_age_usec", age)) < 0)
                 return r;
-        return bus_dict_str(m, "sampling", e->hot ? "every-tick" : "slow");
+        return sink_str(k, "sampling", e->hot ? "every-tick" : "slow");
 }
 
 /* Figures both the summary and the full view carry. */
-static int common_figures(sd_bus_message *m, const CgEntry *e, const CgroupSample *s) {
+static int common_figures(Sink *k, const CgEntry *e, const CgroupSample *s, uint64_t now) {
         bool stat = s && (s->have & SAMPLE_MEMORY_STAT);
         int r;
 
-        if (s && (s->have & SAMPLE_MEMORY_CURRENT) && (r = bus_dict_u64(m, "memory_current", s->memory_current)) < 0)
+        if (s && (s->have & SAMPLE_MEMORY_CURRENT) && (r = sink_u64(k, "memory_current", s->memory_current)) < 0)
                 return r;
-        if (stat && (r = bus_dict_u64(m, "dirty", sample_dirty_bytes(s))) < 0)
+        if (stat && (r = sink_u64(k, "dirty", sample_dirty_bytes(s))) < 0)
                 return r;
-        if (stat && (r = bus_dict_u64(m, "reclaimable_estimate", sample_reclaimable_bytes(s))) < 0)
+        if (stat && (r = sink_u64(k, "reclaimable_estimate", sample_reclaimable_bytes(s))) < 0)
                 return r;
-        r = freshness(m, e);
+        r = freshness(k, e, now);
         if (r < 0)
                 return r;
-        return limits(m, &e->limits);
+        return limits(k, &e->limits);
 }
 
 static int devices(sd_bus_message *m, const CgroupSignals *g) {
@@ -292,7 +383,7 @@ static int devices(sd_bus_message *m, const CgroupSignals *g) {
 
 /* The io wait per request, as IOLatencyTarget= measures it: the io stall time over the requests
  * io.stat counted (the whole stall when it counted none); nothing without io nor stall. */
-static int io_wait(sd_bus_message *m, const CgroupSignals *g) {
+static int io_wait(Sink *k, const CgroupSignals *g) {
         uint64_t ios = 0;
         int r;
 
@@ -300,76 +391,96 @@ static int io_wait(sd_bus_message *m, const CgroupSignals *g) {
                 ios += g->devices[i].ios;
         if (!g->have_io_stall || (ios == 0 && g->io_stall.some_usec == 0))
                 return 0;
-        r = bus_dict_u64(m, "io_requests", ios);
+        r = sink_u64(k, "io_requests", ios);
         if (r < 0)
                 return r;
-        return bus_dict_u64(m, "io_wait_per_request_usec", g->io_stall.some_usec / MAX(ios, UINT64_C(1)));
+        return sink_u64(k, "io_wait_per_request_usec", g->io_stall.some_usec / MAX(ios, UINT64_C(1)));
 }
 
-/* The signals between the last two samples; `full` adds the rates only `show` needs. */
-static int signals(sd_bus_message *m, const CgroupSignals *g, bool full) {
+/* The signals between the last two samples; `full` adds the rates only `show` needs (D-Bus only). */
+static int signals(Sink *k, const CgroupSignals *g, bool full) {
         int r;
 
         if (!g->valid)
                 return 0;
-        r = bus_dict_open(m, "signals");
+        if (full && !k->m)
+                return -EOPNOTSUPP;
+        r = sink_open(k, "signals");
         if (r < 0)
                 return r;
-        r = bus_dict_u64(m, "interval_usec", g->interval_usec);
+        r = sink_u64(k, "interval_usec", g->interval_usec);
         if (r < 0)
                 return r;
-        r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall);
+        r = stall(k, "memory_stall", g->have_memory_stall, &g->memory_stall);
         if (r < 0)
                 return r;
-        r = stall(m, "io_stall", g->have_io_stall, &g->io_stall);
+        r = stall(k, "io_stall", g->have_io_stall, &g->io_stall);
         if (r < 0)
                 return r;
-        if (g->have_memory_stat && (r = dict_i64(m, "dirty_rate", g->dirty_rate)) < 0)
+        if (g->have_memory_stat && (r = sink_i64(k, "dirty_rate", g->dirty_rate)) < 0)
                 return r;
-        r = bus_dict_u64(m, "write_rate", g->write_rate);
+        r = sink_u64(k, "write_rate", g->write_rate);
         if (r < 0)
                 return r;
         if (full && g->have_memory_stat) {
-                r = bus_dict_u64(m, "refault_rate", g->refault_rate);
+                r = sink_u64(k, "refault_rate", g->refault_rate);
                 if (r < 0)
                         return r;
-                r = bus_dict_u64(m, "scan_rate", g->scan_rate);
+                r = sink_u64(k, "scan_rate", g->scan_rate);
                 if (r < 0)
                         return r;
-                r = bus_dict_u64(m, "steal_rate", g->steal_rate);
+                r = sink_u64(k, "steal_rate", g->steal_rate);
                 if (r < 0)
                         return r;
         }
-        if (full && (r = io_wait(m, g)) < 0)
+        if (full && (r = io_wait(k, g)) < 0)
                 return r;
-        if (full && (r = devices(m, g)) < 0)
+        if (full && (r = devices(k->m, g)) < 0)
                 return r;
-        return bus_dict_close(m);
+        return sink_close(k);
+}
+
+/* The summary's members, into either form. */
+static int summary(Sink *k, const CgEntry *e, uint64_t now) {
+        static const MemoryStatKey keys[] = { STAT_FILE, STAT_FILE_DIRTY, STAT_FILE_WRITEBACK, STAT_SLAB_RECLAIMABLE };
+        const CgroupSample *s = cg_entry_sample(e);
+        int r;
+
+        r = identity(k, e);
+        if (r < 0)
+                return r;
+        r = common_figures(k, e, s, now);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && s && i < ELEMENTSOF(keys); i++)
+                if (sample_has_stat(s, keys[i]))
+                        r = sink_u64(k, memory_stat_keys[keys[i]], s->stat[keys[i]]);
+        if (r < 0)
+                return r;
+        return signals(k, &e->signals, false);
 }
 
 int bus_append_cgroup_summary(sd_bus_message *m, const Observer *o, const CgEntry *e) {
-        static const MemoryStatKey keys[] = { STAT_FILE, STAT_FILE_DIRTY, STAT_FILE_WRITEBACK, STAT_SLAB_RECLAIMABLE };
-        const CgroupSample *s = cg_entry_sample(e);
+        Sink k = { .m = m };
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
         if (r < 0)
                 return r;
-        r = identity(m, e);
-        if (r < 0)
-                return r;
-        r = common_figures(m, e, s);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; r >= 0 && s && i < ELEMENTSOF(keys); i++)
-                if (sample_has_stat(s, keys[i]))
-                        r = bus_dict_u64(m, memory_stat_keys[keys[i]], s->stat[keys[i]]);
-        if (r < 0)
-                return r;
-        r = signals(m, &e->signals, false);
+        r = summary(&k, e, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);
+}
+
+int json_append_cgroup_summary(FILE *f, const CgEntry *e, uint64_t now) {
+        Sink k = { .f = f };
+        int r;
+
+        fputc('{', f);
+        r = summary(&k, e, now);
+        fputc('}', f);
+        return r;
 }
 
 static int io_device(sd_bus_message *m, const IoStatDev *io) {
@@ -464,21 +575,22 @@ static int latency_target(sd_bus_message *m, const CgEntry *e, const Observer *o
 
 int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e, const DaemonSettings *d) {
         const CgroupSample *s = cg_entry_sample(e);
+        Sink k = { .m = m };
         uint64_t meta = 0;
         int r;
 
         r = sd_bus_message_open_container(m, 'a', "{sv}");
         if (r < 0)
                 return r;
-        r = identity(m, e);
+        r = identity(&k, e);
         if (r < 0)
                 return r;
-        r = common_figures(m, e, s);
+        r = common_figures(&k, e, s, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
                 return r;
         if (s && (r = sample_files(m, s)) < 0)
                 return r;
-        r = signals(m, &e->signals, true);
+        r = signals(&k, &e->signals, true);
         if (r < 0)
                 return r;
         if (metadata_attribute(&o->metadata, &o->devices, &e->signals, &meta) && (r = bus_dict_u64(m, "metadata_dirty_estimate", meta)) < 0)
@@ -506,6 +618,7 @@ static int meminfo(sd_bus_message *m, const SystemSample *s) {
 int bus_append_system(sd_bus_message *m, const Observer *o) {
         const SystemSample *s = observer_system_sample(o);
         const SystemSignals *g = &o->system_signals;
+        Sink k = { .m = m };
         int r;
 
         r = bus_dict_open(m, "system");
@@ -528,9 +641,9 @@ int bus_append_system(sd_bus_message *m, const Observer *o) {
                 if (r < 0)
                         return r;
         }
-        if (g->valid && (r = stall(m, "memory_stall", g->have_memory_stall, &g->memory_stall)) < 0)
+        if (g->valid && (r = stall(&k, "memory_stall", g->have_memory_stall, &g->memory_stall)) < 0)
                 return r;
-        if (g->valid && (r = stall(m, "io_stall", g->have_io_stall, &g->io_stall)) < 0)
+        if (g->valid && (r = stall(&k, "io_stall", g->have_io_stall, &g->io_stall)) < 0)
                 return r;
         if (g->valid && (r = bus_dict_u64(m, "refault_rate", g->refault_rate)) < 0)
                 return r;

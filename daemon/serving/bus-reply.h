@@ -14,6 +14,9 @@
 
 /* One cgroup in brief: what `mdctl list` and `top` show. */
 int bus_append_cgroup_summary(sd_bus_message *m, const Observer *o, const CgEntry *e);
+/* The same summary as one JSON object, as mdctl prints the dictionary above; `now` (CLOCK_MONOTONIC)
+ * dates its sample's age. A negative errno; f's own errors are the caller's to check. */
+int json_append_cgroup_summary(FILE *f, const CgEntry *e, uint64_t now);
 /* One cgroup in full: every sample, limit and signal, and with the daemon's settings d (NULL: left
  * out) the IOLatencyTarget= in force for it. */
 int bus_append_cgroup(sd_bus_message *m, const Observer *o, const CgEntry *e, const DaemonSettings *d);
