@@ -142,20 +142,16 @@ int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
 
         if (path[0] != '/')
                 return -EINVAL;
-        cg = calloc(1, sizeof(Cgroup));
+        cg = calloc(1, sizeof(Cgroup) + strlen(path) + 1);
         if (!cg)
                 return -ENOMEM;
-        for (size_t i = 0; i < _CG_FILE_MAX; i++)
-                cg->fds[i] = -1;
+        strcpy(cg->path, path);
         cg->dirfd = open_beneath(root->fd, path);
         if (cg->dirfd < 0)
                 return cg->dirfd;
         if (fstat(cg->dirfd, &st) < 0)
                 return negative_errno();
         cg->id = (uint64_t) st.st_ino;
-        cg->path = strdup(path);
-        if (!cg->path)
-                return -ENOMEM;
         *ret = TAKE_PTR(cg);
         return 0;
 }
@@ -163,10 +159,8 @@ int cgroup_open(const CgRoot *root, const char *path, Cgroup **ret) {
 Cgroup *cgroup_free(Cgroup *cg) {
         if (!cg)
                 return NULL;
-        for (size_t i = 0; i < _CG_FILE_MAX; i++)
-                closep(&cg->fds[i]);
+        cgroup_close_files(cg);
         closep(&cg->dirfd);
-        free(cg->path);
         free(cg);
         return NULL;
 }
@@ -184,6 +178,13 @@ static int read_kept(int dirfd, const char *name, int *fd, char *buf, size_t siz
 int cgroup_read(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
         if (f >= _CG_FILE_MAX)
                 return -EINVAL;
+        if (!cg->fds) {
+                cg->fds = malloc(_CG_FILE_MAX * sizeof(int));
+                if (!cg->fds)
+                        return -ENOMEM;
+                for (size_t i = 0; i < _CG_FILE_MAX; i++)
+                        cg->fds[i] = -1;
+        }
         return read_kept(cg->dirfd, file_names[f], &cg->fds[f], buf, size, ret_len);
 }
 
@@ -217,16 +218,23 @@ int cg_dir_write(int dirfd, const char *file, const char *data) {
 }
 
 int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_len) {
-        int r = cgroup_read(cg, f, buf, size, ret_len);
+        _cleanup_close_ int fd = -1;
 
-        if (f < _CG_FILE_MAX)
-                closep(&cg->fds[f]);
-        return r;
+        if (f >= _CG_FILE_MAX)
+                return -EINVAL;
+        /* A file kept open until now is read and closed; otherwise nothing is kept, not even the array. */
+        if (cg->fds)
+                fd = TAKE_FD(cg->fds[f]);
+        return read_kept(cg->dirfd, file_names[f], &fd, buf, size, ret_len);
 }
 
 void cgroup_close_files(Cgroup *cg) {
+        if (!cg->fds)
+                return;
         for (size_t f = 0; f < _CG_FILE_MAX; f++)
                 closep(&cg->fds[f]);
+        free(cg->fds);
+        cg->fds = NULL;
 }
 
 void cgroup_detach(Cgroup *cg) {

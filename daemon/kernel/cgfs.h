@@ -53,11 +53,12 @@ static inline void cg_root_freep(CgRoot **r) {
 }
 
 typedef struct Cgroup {
-        char *path;             /* relative to the root, "/" for the root */
         uint64_t id;            /* inode number of the cgroup's directory */
         int dirfd;
-        int fds[_CG_FILE_MAX];  /* -1 until first read */
         unsigned absent;        /* bit per CgFile the sampler found missing */
+        int *fds;               /* _CG_FILE_MAX files kept open (-1: not), allocated with the first kept:
+                                 * most of a large tree is read now and then and keeps none */
+        char path[];            /* relative to the root, "/" for the root; in the same allocation */
 } Cgroup;
 
 /* Opens the cgroup at `path` ("/" or "/a/b"). -ENOENT if it does not exist,
@@ -84,6 +85,10 @@ int cgroup_read_once(Cgroup *cg, CgFile f, char *buf, size_t size, size_t *ret_l
 
 /* Closes every file kept open for the cgroup (its directory fd stays). */
 void cgroup_close_files(Cgroup *cg);
+/* The descriptor kept open for file f, or -1. */
+static inline int cgroup_kept_fd(const Cgroup *cg, CgFile f) {
+        return cg->fds && f < _CG_FILE_MAX ? cg->fds[f] : -1;
+}
 
 /* Closes the cgroup's files and directory: a cgroup read now and then holds no fd in between. */
 void cgroup_detach(Cgroup *cg);
