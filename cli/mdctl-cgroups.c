@@ -142,7 +142,14 @@ static int list_json(sd_bus *bus, const Args *a) {
 
         if (r < 0)
                 return r;
+        /* Read through once before a byte is printed: a reply that cannot be read prints nothing. */
         r = sd_bus_message_enter_container(reply, 'a', "s");
+        while (r >= 0 && (r = sd_bus_message_read_basic(reply, 's', &piece)) > 0)
+                ;
+        if (r >= 0)
+                r = sd_bus_message_rewind(reply, true);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "s");
         if (r >= 0)
                 fputs("{\"cgroups\":", stdout);
         while (r >= 0 && (r = sd_bus_message_read_basic(reply, 's', &piece)) > 0)

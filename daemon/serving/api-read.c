@@ -15,6 +15,7 @@
 #include "blkqueue.h"
 #include "build-config.h"
 #include "bus-reply.h"
+#include "name-escape.h"
 #include "nearest.h"
 #include "policy-effective.h"
 #include "policy-store.h"
@@ -252,13 +253,44 @@ static uint64_t order_figure(const CgEntry *e, ListOrder order) {
         }
 }
 
+/* The bytes of a name's escaped form, one at a time, without writing it out. */
+typedef struct EscapedCursor {
+        const char *s;                  /* what is left of the name */
+        char piece[NAME_PIECE_MAX];     /* the escaped form of the character before s */
+        size_t at;                      /* the next byte of piece */
+} EscapedCursor;
+
+static unsigned char escaped_next(EscapedCursor *c) {
+        if (!c->piece[c->at]) {
+                if (!*c->s)
+                        return 0;
+                c->s += name_escape_piece(c->s, c->piece);
+                c->at = 0;
+        }
+        return (unsigned char) c->piece[c->at++];
+}
+
+/* strcmp() of two names' escaped forms, the paths the rows show: what mdctl sorted by when it sorted. */
+static int compare_escaped(const char *x, const char *y) {
+        EscapedCursor a = { .s = x }, b = { .s = y };
+
+        for (;;) {
+                unsigned char ca = escaped_next(&a), cb = escaped_next(&b);
+
+                if (ca != cb || !ca)
+                        return (int) ca - (int) cb;
+        }
+}
+
 /* Largest first, then by path A to Z. */
 static int compare_rows(const void *x, const void *y) {
         const ListRow *a = x, *b = y;
 
         if (a->figure != b->figure)
                 return a->figure > b->figure ? -1 : 1;
-        return strcmp(a->e->cg->path, b->e->cg->path);
+        if (name_is_plain(a->e->cg->path) && name_is_plain(b->e->cg->path))
+                return strcmp(a->e->cg->path, b->e->cg->path);
+        return compare_escaped(a->e->cg->path, b->e->cg->path);
 }
 
 /* A piece of the reply's text: rows are written into it until it holds this much. */
@@ -285,7 +317,8 @@ static int append_json_rows(sd_bus_message *r, const ListRow *rows, size_t n, ui
                 }
                 if (at == n)
                         fputc(']', f);
-                if (fclose(f) != 0 && k >= 0)
+                /* A write that found no room says so in ferror(), not always at fclose(). */
+                if ((ferror(f) | fclose(f)) != 0 && k >= 0)
                         k = -ENOMEM;
                 if (k >= 0)
                         k = sd_bus_message_append_basic(r, 's', text);
