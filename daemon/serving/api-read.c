@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -233,6 +234,7 @@ static const char *const list_orders[_ORDER_MAX] = {
 typedef struct ListRow {
         uint64_t figure;
         const CgEntry *e;
+        bool plain;             /* its path is its own escaped form */
 } ListRow;
 
 /* The figure an order sorts by, as the summary shows it (0 where the summary has none). */
@@ -288,7 +290,7 @@ static int compare_rows(const void *x, const void *y) {
 
         if (a->figure != b->figure)
                 return a->figure > b->figure ? -1 : 1;
-        if (name_is_plain(a->e->cg->path) && name_is_plain(b->e->cg->path))
+        if (a->plain && b->plain)
                 return strcmp(a->e->cg->path, b->e->cg->path);
         return compare_escaped(a->e->cg->path, b->e->cg->path);
 }
@@ -308,6 +310,8 @@ static int append_json_rows(sd_bus_message *r, const ListRow *rows, size_t n, ui
 
                 if (!f)
                         return -ENOMEM;
+                /* One thread writes it: no lock taken at each character. */
+                (void) __fsetlocking(f, FSETLOCKING_BYCALLER);
                 if (at == 0)
                         fputc('[', f);
                 for (; k >= 0 && at < n && ftell(f) < LIST_JSON_PIECE; at++) {
@@ -320,8 +324,15 @@ static int append_json_rows(sd_bus_message *r, const ListRow *rows, size_t n, ui
                 /* A write that found no room says so in ferror(), not always at fclose(). */
                 if ((ferror(f) | fclose(f)) != 0 && k >= 0)
                         k = -ENOMEM;
-                if (k >= 0)
-                        k = sd_bus_message_append_basic(r, 's', text);
+                /* Copied in as it is: JSON text from json-out.c is UTF-8 whatever the names' bytes, and
+                 * append_basic()'s check of the 20 MB of a list of 50,000 was a fifth of its cost. */
+                if (k >= 0) {
+                        char *space;
+
+                        k = sd_bus_message_append_string_space(r, size, &space);
+                        if (k >= 0)
+                                memcpy(space, text, size);
+                }
         } while (k >= 0 && at < n);
         return k;
 }
@@ -350,7 +361,8 @@ int method_list_cgroups_json(sd_bus_message *msg, void *userdata, sd_bus_error *
         for (size_t i = 0; i < o->cgroups.n; i++)
                 if (!o->cgroups.entries[i].gone)
                         rows[n++] = (ListRow) { .figure = order_figure(&o->cgroups.entries[i], order),
-                                                .e = &o->cgroups.entries[i] };
+                                                .e = &o->cgroups.entries[i],
+                                                .plain = name_is_plain(o->cgroups.entries[i].cg->path) };
         if (n > 1)
                 qsort(rows, n, sizeof(ListRow), compare_rows);
         k = sd_bus_message_new_method_return(msg, &r);

@@ -176,7 +176,7 @@ static int sink_u64(Sink *k, const char *key, uint64_t v) {
         if (k->m)
                 return bus_dict_u64(k->m, key, v);
         json_key(k, key);
-        fprintf(k->f, "%" PRIu64, v);
+        json_u64(k->f, v);
         return 0;
 }
 
@@ -190,7 +190,7 @@ static int sink_i64(Sink *k, const char *key, int64_t v) {
         if (k->m)
                 return dict_i64(k->m, key, v);
         json_key(k, key);
-        fprintf(k->f, "%" PRId64, v);
+        json_i64(k->f, v);
         return 0;
 }
 

@@ -90,9 +90,26 @@ void json_string_or_null(FILE *f, const char *s) {
                 fputs("null", f);
 }
 
+void json_u64(FILE *f, uint64_t v) {
+        char buf[20];
+        size_t at = sizeof(buf);
+
+        do
+                buf[--at] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        fwrite(buf + at, 1, sizeof(buf) - at, f);
+}
+
+void json_i64(FILE *f, int64_t v) {
+        if (v < 0)
+                fputc('-', f);
+        /* -(v + 1) + 1: the magnitude of INT64_MIN too, without an overflow. */
+        json_u64(f, v < 0 ? (uint64_t) -(v + 1) + 1 : (uint64_t) v);
+}
+
 void json_u64_or_null(FILE *f, bool have, uint64_t v) {
         if (have)
-                fprintf(f, "%" PRIu64, v);
+                json_u64(f, v);
         else
                 fputs("null", f);
 }

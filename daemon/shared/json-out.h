@@ -17,5 +17,9 @@ void json_string(FILE *f, const char *s);
 void json_name(FILE *f, const char *s);
 /* A string or null. */
 void json_string_or_null(FILE *f, const char *s);
+/* Numbers in decimal, as printf would write them, without its parsing of a format (a list of 50,000
+ * cgroups writes a million). */
+void json_u64(FILE *f, uint64_t v);
+void json_i64(FILE *f, int64_t v);
 /* A number, or null if !have. */
 void json_u64_or_null(FILE *f, bool have, uint64_t v);

@@ -56,7 +56,14 @@ bool name_is_plain(const char *s) {
         char piece[NAME_PIECE_MAX];
 
         while (*s) {
-                size_t n = name_escape_piece(s, piece);
+                size_t n;
+
+                /* Printable ASCII but the backslash stands for itself: most names are nothing else. */
+                if ((unsigned char) *s >= 0x20 && (unsigned char) *s < 0x7f && *s != '\\') {
+                        s++;
+                        continue;
+                }
+                n = name_escape_piece(s, piece);
 
                 if (strncmp(piece, s, n) != 0 || piece[n] != '\0')
                         return false;

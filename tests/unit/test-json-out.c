@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,33 @@ static void test_name(void **state) {
         }
 }
 
+static void test_numbers(void **state) {
+        static const int64_t signed_cases[] = { 0, 1, -1, 9, 10, -10, 1234567, INT64_MAX, INT64_MIN };
+        static const uint64_t unsigned_cases[] = { 0, 7, 10, 99, 100, 18446744073709551615ULL };
+
+        for (size_t i = 0; i < ELEMENTSOF(signed_cases) + ELEMENTSOF(unsigned_cases); i++) {
+                char want[32], *buf = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&buf, &size);
+
+                assert_non_null(f);
+                if (i < ELEMENTSOF(signed_cases)) {
+                        json_i64(f, signed_cases[i]);
+                        snprintf(want, sizeof(want), "%" PRId64, signed_cases[i]);
+                } else {
+                        json_u64(f, unsigned_cases[i - ELEMENTSOF(signed_cases)]);
+                        snprintf(want, sizeof(want), "%" PRIu64, unsigned_cases[i - ELEMENTSOF(signed_cases)]);
+                }
+                assert_int_equal(fclose(f), 0);
+                assert_string_equal(buf, want);
+                free(buf);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_text),
+                cmocka_unit_test(test_numbers),
                 cmocka_unit_test(test_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
