@@ -321,8 +321,11 @@ static int append_json_rows(sd_bus_message *r, const ListRow *rows, size_t n, ui
                 }
                 if (at == n)
                         fputc(']', f);
-                /* A write that found no room says so in ferror(), not always at fclose(). */
-                if ((ferror(f) | fclose(f)) != 0 && k >= 0)
+                /* A write that found no room says so in ferror(), not always at fclose(); asked first,
+                 * while f still exists. */
+                bool failed = ferror(f) != 0;
+
+                if ((fclose(f) != 0 || failed) && k >= 0)
                         k = -ENOMEM;
                 /* Copied in as it is: JSON text from json-out.c is UTF-8 whatever the names' bytes, and
                  * append_basic()'s check of the 20 MB of a list of 50,000 was a fifth of its cost. */

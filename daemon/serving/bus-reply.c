@@ -152,7 +152,7 @@ int bus_dict_limit(sd_bus_message *m, const char *key, uint64_t v) {
  * Where a cgroup's figures go: a D-Bus dictionary (a{sv}), or JSON text of
  * the same members, in the same order, as mdctl would print that dictionary
  * (ListCgroupsJSON: at 50,000 cgroups, a million dictionary entries cost the
- * daemon and the client a second between them; text costs a tenth of it).
+ * daemon and the client more than a second between them; the text about a quarter of it).
  */
 typedef struct Sink {
         sd_bus_message *m;      /* NULL: JSON to f */
